@@ -1,0 +1,4 @@
+// Deliberately imports the test harness from production code.
+import { FakeClock } from '@llmgw/testing';
+
+export const broken = FakeClock;

@@ -1,0 +1,50 @@
+import type { EngineKind, MetricMapping } from './engine';
+
+/**
+ * One way to deploy a model, after validation (see libs/catalog for the document schema).
+ * A profile without `gpuClass` runs on CPU. Sizes are bytes.
+ */
+export interface Profile {
+  readonly engine: EngineKind;
+  /** GPU class wanted (e.g. `H100-80GB`); absent = CPU. */
+  readonly gpuClass?: string;
+  /** Whole GPUs per node; 0 on CPU. */
+  readonly gpusPerNode: number;
+  /** Nodes a replica spans (multi-node); 1 for most profiles. */
+  readonly nodes: number;
+  readonly tensorParallel: number;
+  readonly pipelineParallel: number;
+  /** GPU memory each GPU must have free, bytes; 0 when the profile does not say. */
+  readonly memoryPerGpuBytes: number;
+  /** Host memory a replica needs, bytes; 0 when the profile does not say. */
+  readonly memoryBytes: number;
+  /** Context length passed to engines that take one. */
+  readonly contextLength?: number;
+  /** Parallel sequences for engines that take one (llama.cpp `-np`). */
+  readonly parallel?: number;
+  /** Extra engine arguments, an argv array (never a shell string). */
+  readonly args: readonly string[];
+  readonly env: Readonly<Record<string, string>>;
+}
+
+export interface ReplicaCount {
+  readonly min: number;
+  readonly max: number;
+}
+
+/** A model clients can ask for by `name` or any alias. */
+export interface Model {
+  readonly name: string;
+  readonly aliases: readonly string[];
+  /** `file://`, `http(s)://` or `hf://org/repo[/file]@revision`. */
+  readonly source: string;
+  /** Size of the weights, bytes. */
+  readonly sizeBytes: number;
+  /** Optional sha256 (hex) of a single-file source, checked after download. */
+  readonly sha256?: string;
+  readonly replicas: ReplicaCount;
+  /** Profiles in preference order: the first that fits wins. */
+  readonly profiles: readonly Profile[];
+  /** Overrides the engine's default metric mapping. */
+  readonly metrics?: MetricMapping;
+}

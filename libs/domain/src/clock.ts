@@ -1,0 +1,9 @@
+/** Wall-clock time in milliseconds since the epoch. Pure code takes a Clock instead of calling Date.now(). */
+export interface Clock {
+  now(): number;
+}
+
+/** A source of uniform randomness in [0, 1). Pure code takes an Rng instead of calling Math.random(). */
+export interface Rng {
+  next(): number;
+}

@@ -1,0 +1,6 @@
+export * from './clock';
+export * from './errors';
+export * from './engine';
+export * from './catalog';
+export * from './node';
+export * from './replica';
