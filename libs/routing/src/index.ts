@@ -1,1 +1,7 @@
-export {};
+export * from './candidate';
+export * from './filters';
+export * from './scorers';
+export * from './picker';
+export * from './admission';
+export * from './circuit-breaker';
+export * from './drain-rate';

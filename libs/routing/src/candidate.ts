@@ -1,0 +1,33 @@
+import type { EngineLoad } from '@llmgw/domain';
+
+/** Breaker position as the router's circuit breaker reports it. */
+export type BreakerState = 'closed' | 'open' | 'half-open';
+
+/**
+ * What the picker knows about one endpoint at the moment of a choice. Built by the router from
+ * its live endpoint state; the routing lib never mutates it.
+ */
+export interface Candidate {
+  readonly id: string;
+  /** Served model names (canonical names, not aliases). */
+  readonly models: readonly string[];
+  readonly suspect: boolean;
+  readonly draining: boolean;
+  readonly breaker: BreakerState;
+  /** Whether a half-open breaker would admit one more probe right now. */
+  readonly probeAvailable: boolean;
+  /** Requests this router has sent and not yet seen finish. */
+  readonly inFlight: number;
+  /**
+   * The engine's load from the newest scrape, or undefined when there is no fresh scrape
+   * (failed, stale or not yet taken). Individual fields may also be undefined: unknown.
+   */
+  readonly load?: EngineLoad;
+  /** Sequences the engine decodes together, when known (for running-vs-capacity). */
+  readonly maxRunning?: number;
+}
+
+/** A request as the picker sees it. */
+export interface PickRequest {
+  readonly model: string;
+}

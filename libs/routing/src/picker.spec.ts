@@ -1,0 +1,134 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import type { Candidate } from './candidate';
+import { DEFAULT_SCORER_WEIGHTS } from './scorers';
+import { buildScorers, EndpointPicker } from './picker';
+
+const seq = (...values: number[]) => {
+  let i = 0;
+  return { next: () => values[i++ % values.length] };
+};
+const cand = (id: string, over: Partial<Candidate> = {}): Candidate => ({
+  id,
+  models: ['m'],
+  suspect: false,
+  draining: false,
+  breaker: 'closed',
+  probeAvailable: false,
+  inFlight: 0,
+  ...over,
+});
+const picker = (rng = seq(0)) => new EndpointPicker(buildScorers(DEFAULT_SCORER_WEIGHTS), rng);
+
+describe('EndpointPicker filters', () => {
+  it.each([
+    ['another model', cand('a', { models: ['other'] })],
+    ['an open breaker', cand('a', { breaker: 'open' })],
+    ['a half-open breaker whose probe is taken', cand('a', { breaker: 'half-open', probeAvailable: false })],
+    ['a draining endpoint', cand('a', { draining: true })],
+  ])('never picks %s', (_name, bad) => {
+    const r = picker().pick({ model: 'm' }, [bad, cand('b', { inFlight: 50 })]);
+    expect(r.ok && r.chosen.id).toBe('b');
+  });
+
+  it('lets a half-open breaker take its single probe', () => {
+    const r = picker().pick({ model: 'm' }, [cand('a', { breaker: 'half-open', probeAvailable: true })]);
+    expect(r.ok && r.chosen.id).toBe('a');
+  });
+
+  it('prefers endpoints on healthy nodes, but uses a suspect one when it is all there is', () => {
+    const p = picker();
+    const both = p.pick({ model: 'm' }, [cand('s', { suspect: true }), cand('h', { inFlight: 9 })]);
+    expect(both.ok && both.chosen.id).toBe('h');
+    const only = p.pick({ model: 'm' }, [cand('s', { suspect: true })]);
+    expect(only.ok && only.chosen.id).toBe('s');
+  });
+
+  it('says why nothing was picked', () => {
+    expect(picker().pick({ model: 'm' }, [])).toMatchObject({ ok: false, reason: 'no-endpoints' });
+    expect(picker().pick({ model: 'm' }, [cand('a', { breaker: 'open' })])).toMatchObject({ ok: false, reason: 'none-eligible' });
+  });
+});
+
+describe('EndpointPicker scoring', () => {
+  it('sends new requests away from an endpoint with a waiting queue', () => {
+    const p = picker(seq(0, 0.5, 0.99));
+    const busy = cand('busy', { load: { running: 4, waiting: 20, kvUsage: 0.5 } });
+    const calm = cand('calm', { load: { running: 4, waiting: 0, kvUsage: 0.5 } });
+    for (let i = 0; i < 50; i++) {
+      const r = p.pick({ model: 'm' }, [busy, calm]);
+      expect(r.ok && r.chosen.id).toBe('calm');
+    }
+  });
+
+  it('with engine metrics absent, follows the local in-flight count', () => {
+    const r = picker().pick({ model: 'm' }, [cand('a', { inFlight: 7 }), cand('b', { inFlight: 2 }), cand('c', { inFlight: 5 })]);
+    expect(r.ok && r.chosen.id).toBe('b');
+  });
+
+  it('does not treat an unknown KV use as an empty cache', () => {
+    const r = picker().pick({ model: 'm' }, [
+      cand('unknown', { load: { waiting: 0, running: 1 } }),
+      cand('known', { load: { waiting: 0, running: 1, kvUsage: 0.2 } }),
+    ]);
+    expect(r.ok && r.chosen.id).toBe('known');
+  });
+
+  it('breaks ties with the injected randomness', () => {
+    const cs = [cand('a'), cand('b'), cand('c')];
+    const picked = [0, 0.34, 0.67].map((v) => {
+      const r = picker(seq(v)).pick({ model: 'm' }, cs);
+      return r.ok ? r.chosen.id : undefined;
+    });
+    expect(picked).toEqual(['a', 'b', 'c']);
+  });
+
+  it('rejects unknown scorers and missing or bad weights, listing each', () => {
+    expect(() => buildScorers({ queue: 1, nope: 2, running: 0, 'kv-cache': Number.NaN })).toThrowError(
+      expect.objectContaining({
+        problems: [
+          expect.objectContaining({ path: 'scorers.nope', message: expect.stringContaining('unknown scorer') }),
+          expect.objectContaining({ path: 'scorers.running' }),
+          expect.objectContaining({ path: 'scorers.kv-cache' }),
+        ],
+      }),
+    );
+    expect(() => buildScorers({})).toThrow(/invalid scorer configuration/);
+  });
+
+  const arbCandidate = fc.record({
+    id: fc.uuid(),
+    models: fc.constant(['m']),
+    suspect: fc.boolean(),
+    draining: fc.boolean(),
+    breaker: fc.constantFrom('closed' as const, 'open' as const, 'half-open' as const),
+    probeAvailable: fc.boolean(),
+    inFlight: fc.nat(100),
+    load: fc.option(
+      fc.record(
+        { running: fc.nat(64), waiting: fc.nat(64), kvUsage: fc.double({ min: 0, max: 1, noNaN: true }) },
+        { requiredKeys: [] },
+      ),
+      { nil: undefined },
+    ),
+    maxRunning: fc.option(fc.integer({ min: 1, max: 64 }), { nil: undefined }),
+  });
+
+  it('always picks an eligible endpoint and scores within [0, 1] (property)', () => {
+    fc.assert(
+      fc.property(fc.array(arbCandidate, { maxLength: 12 }), fc.double({ min: 0, max: 0.999, noNaN: true }), (cs, r) => {
+        const p = picker(seq(r));
+        const res = p.pick({ model: 'm' }, cs);
+        const eligible = p.eligible({ model: 'm' }, cs);
+        if (!res.ok) return eligible.length === 0;
+        expect(eligible).toContain(res.chosen);
+        expect(res.chosen.draining).toBe(false);
+        expect(res.chosen.breaker === 'open').toBe(false);
+        for (const s of res.scores) expect(s.total >= 0 && s.total <= 1 + 1e-12).toBe(true);
+        const best = Math.max(...res.scores.map((s) => s.total));
+        expect(res.scores.find((s) => s.id === res.chosen.id)?.total).toBeCloseTo(best, 9);
+        return true;
+      }),
+    );
+  });
+});

@@ -1,0 +1,87 @@
+import type { Candidate } from './candidate';
+
+/**
+ * Scores every candidate of one choice in [0, 1], higher is better. A scorer sees the whole
+ * list so it can normalise; the runner clamps whatever it returns. Unknown engine metrics are
+ * never read as 0: scorers fall back to the router's own in-flight count.
+ */
+export interface Scorer {
+  readonly name: string;
+  score(candidates: readonly Candidate[]): number[];
+}
+
+/** Lower is better → [0,1] by min-max over the candidates; all equal → 1 for everyone. */
+export function invertedMinMax(values: readonly number[]): number[] {
+  let min = Infinity;
+  let max = -Infinity;
+  for (const v of values) {
+    if (v < min) min = v;
+    if (v > max) max = v;
+  }
+  if (!(max > min)) return values.map(() => 1);
+  return values.map((v) => (max - v) / (max - min));
+}
+
+/**
+ * Engine waiting queue. With no fresh `waiting` value the endpoint is judged by the requests
+ * this router has in flight beyond the engine's known capacity (or all of them when capacity
+ * is unknown) — a proxy that is honest about what we do know, never "idle".
+ */
+export const queueScorer: Scorer = {
+  name: 'queue',
+  score: (cs) =>
+    invertedMinMax(
+      cs.map((c) => c.load?.waiting ?? (c.maxRunning !== undefined ? Math.max(0, c.inFlight - c.maxRunning) : c.inFlight)),
+    ),
+};
+
+/**
+ * Engine running sequences against capacity: 1 − running/maxRunning when both are known;
+ * otherwise running (or local in-flight) normalised across candidates.
+ */
+export const runningScorer: Scorer = {
+  name: 'running',
+  score: (cs) => {
+    const allCapacity = cs.every((c) => c.maxRunning !== undefined && c.maxRunning > 0);
+    const running = cs.map((c) => c.load?.running ?? c.inFlight);
+    if (allCapacity) return running.map((r, i) => 1 - Math.min(1, r / (cs[i].maxRunning as number)));
+    return invertedMinMax(running);
+  },
+};
+
+/**
+ * KV-cache headroom: 1 − kvUsage. An endpoint whose KV use is unknown gets half the lowest score
+ * any candidate with a known value got (0.5 when nobody knows), so ignorance never wins by
+ * looking empty.
+ */
+export const kvCacheScorer: Scorer = {
+  name: 'kv-cache',
+  score: (cs) => {
+    const known = cs.map((c) => (c.load?.kvUsage === undefined ? undefined : 1 - Math.min(1, Math.max(0, c.load.kvUsage))));
+    const knownValues = known.filter((v): v is number => v !== undefined);
+    const fallback = knownValues.length > 0 ? Math.min(...knownValues) / 2 : 0.5;
+    return known.map((v) => v ?? fallback);
+  },
+};
+
+/** Requests this router has in flight on each endpoint (always known locally). */
+export const inFlightScorer: Scorer = {
+  name: 'in-flight',
+  score: (cs) => invertedMinMax(cs.map((c) => c.inFlight)),
+};
+
+/** Every scorer the router can be configured with, by name. */
+export const SCORERS: Readonly<Record<string, Scorer>> = {
+  [queueScorer.name]: queueScorer,
+  [runningScorer.name]: runningScorer,
+  [kvCacheScorer.name]: kvCacheScorer,
+  [inFlightScorer.name]: inFlightScorer,
+};
+
+/** Default weights: queue depth dominates, then KV headroom, then running and local in-flight. */
+export const DEFAULT_SCORER_WEIGHTS: Readonly<Record<string, number>> = {
+  queue: 3,
+  'kv-cache': 2,
+  running: 1,
+  'in-flight': 1,
+};
