@@ -1,1 +1,14 @@
-export {};
+export { Catalog, diffCatalogs } from './catalog';
+export { CatalogError } from './catalog.error';
+export { loadCatalog, parseCatalogDocument, type CatalogFormat } from './catalog-document.parser';
+export {
+  validateCatalogSpec,
+  type CatalogSpec,
+  type MetricMappingSpec,
+  type ModelSpec,
+  type ProfileSpec,
+  type ValidationResult,
+} from './catalog-spec.validator';
+export { CACHE_NAME_MAX_LENGTH, CACHE_NAME_PREFIX, cacheName, isCacheName } from './cache-name';
+export { ENGINE_CAPABILITIES, checkProfileRules, needsSingleFile, type EngineCapabilities, type InvalidFields } from './engine-capabilities';
+export { parseSize, type SizeResult } from './size.parser';

@@ -1,4 +1,5 @@
 import type { CliCommand } from '../cli-io';
+import { catalogValidateCommand } from './catalog-validate.command';
 
 /** Every `llmgw` sub-command; main dispatches on the longest matching path. */
-export const COMMANDS: readonly CliCommand[] = [];
+export const COMMANDS: readonly CliCommand[] = [catalogValidateCommand];

@@ -1,0 +1,137 @@
+import type { EngineKind, Problem, Profile } from '@llmgw/domain';
+import { deepFreeze } from './spec-values';
+
+/** What an engine can do, as far as a catalog profile is concerned. */
+export interface EngineCapabilities {
+  /** Can serve without a GPU (a profile without `gpuClass`). */
+  readonly cpu: boolean;
+  /** A replica may span several nodes (`nodes > 1`). */
+  readonly multiNode: boolean;
+  /** `tensorParallel > 1` is supported. */
+  readonly tensorParallel: boolean;
+  /** `pipelineParallel > 1` is supported. */
+  readonly pipelineParallel: boolean;
+  /** GPUs must match the parallel layout: `gpusPerNode × nodes = tensorParallel × pipelineParallel`. */
+  readonly gpusMatchParallelism: boolean;
+  /** Weights must be one file (not a whole `hf://org/repo@rev` repository). */
+  readonly singleFileWeights: boolean;
+  /** Flags llmgw sets itself, with the catalog field (or component) that controls each. */
+  readonly reservedArgs: Readonly<Record<string, string>>;
+}
+
+/** Capability rules per engine: the single table the catalog and `libs/engines` both apply. */
+export const ENGINE_CAPABILITIES: Readonly<Record<EngineKind, EngineCapabilities>> = deepFreeze({
+  vllm: {
+    cpu: false,
+    multiNode: true,
+    tensorParallel: true,
+    pipelineParallel: true,
+    gpusMatchParallelism: true,
+    singleFileWeights: false,
+    reservedArgs: {
+      '--host': 'the agent',
+      '--port': 'the agent',
+      '--served-model-name': 'the model name and aliases',
+      '--tensor-parallel-size': 'tensorParallel',
+      '-tp': 'tensorParallel',
+      '--pipeline-parallel-size': 'pipelineParallel',
+      '-pp': 'pipelineParallel',
+      '--distributed-executor-backend': 'nodes',
+      '--max-model-len': 'contextLength',
+      '--max-num-seqs': 'parallel',
+    },
+  },
+  llamacpp: {
+    cpu: true,
+    multiNode: false,
+    tensorParallel: false,
+    pipelineParallel: false,
+    gpusMatchParallelism: false,
+    singleFileWeights: true,
+    reservedArgs: {
+      '-m': 'source',
+      '--model': 'source',
+      '--host': 'the agent',
+      '--port': 'the agent',
+      '-a': 'the model name',
+      '--alias': 'the model name',
+      '-c': 'contextLength',
+      '--ctx-size': 'contextLength',
+      '-np': 'parallel',
+      '--parallel': 'parallel',
+    },
+  },
+});
+
+/** Profile fields whose value is known to be malformed; rules that read them are skipped. */
+export type InvalidFields = ReadonlySet<keyof Profile | string>;
+
+/**
+ * The engine rules for one profile, paths relative to the profile (`gpuClass`, `args[2]`; the
+ * empty path is the profile itself). Rules reading a field listed in `invalid` are skipped so a
+ * malformed field yields one problem, not a cascade.
+ */
+export function checkProfileRules(profile: Profile, invalid: InvalidFields = new Set()): Problem[] {
+  const cap = ENGINE_CAPABILITIES[profile.engine];
+  if (!cap) return [{ path: 'engine', message: `unknown engine ${JSON.stringify(profile.engine)}` }];
+  const ok = (...fields: string[]) => fields.every((f) => !invalid.has(f));
+  const problems: Problem[] = [];
+  const engine = profile.engine;
+  const onCpu = profile.gpuClass === undefined;
+
+  if (onCpu && ok('gpuClass')) {
+    if (!cap.cpu) problems.push({ path: 'gpuClass', message: `required for engine ${engine}` });
+    if (ok('gpusPerNode') && profile.gpusPerNode > 0) {
+      problems.push({ path: 'gpusPerNode', message: `must be 0 without a gpuClass (a profile without gpuClass runs on CPU)` });
+    }
+    if (ok('memoryPerGpu') && profile.memoryPerGpuBytes > 0) {
+      problems.push({ path: 'memoryPerGpu', message: 'only for GPU profiles: set gpuClass or remove it' });
+    }
+  }
+  if (!onCpu && ok('gpusPerNode') && profile.gpusPerNode < 1) {
+    problems.push({ path: 'gpusPerNode', message: `must be at least 1 with gpuClass ${JSON.stringify(profile.gpuClass)}` });
+  }
+  if (!cap.multiNode && ok('nodes') && profile.nodes > 1) {
+    problems.push({ path: 'nodes', message: `engine ${engine} runs a replica on one node (got ${profile.nodes})` });
+  }
+  if (!cap.tensorParallel && ok('tensorParallel') && profile.tensorParallel > 1) {
+    problems.push({ path: 'tensorParallel', message: `engine ${engine} does not support tensor parallelism (got ${profile.tensorParallel})` });
+  }
+  if (!cap.pipelineParallel && ok('pipelineParallel') && profile.pipelineParallel > 1) {
+    problems.push({ path: 'pipelineParallel', message: `engine ${engine} does not support pipeline parallelism (got ${profile.pipelineParallel})` });
+  }
+  if (cap.gpusMatchParallelism && !onCpu && profile.gpusPerNode >= 1 && ok('gpuClass', 'gpusPerNode', 'nodes', 'tensorParallel', 'pipelineParallel')) {
+    const gpus = profile.gpusPerNode * profile.nodes;
+    const ranks = profile.tensorParallel * profile.pipelineParallel;
+    if (gpus !== ranks) {
+      problems.push({
+        path: '',
+        message:
+          `gpusPerNode × nodes (${profile.gpusPerNode} × ${profile.nodes} = ${gpus}) must equal ` +
+          `tensorParallel × pipelineParallel (${profile.tensorParallel} × ${profile.pipelineParallel} = ${ranks}) for engine ${engine}`,
+      });
+    }
+  }
+  if (ok('args')) {
+    profile.args.forEach((arg, i) => {
+      const flag = reservedFlag(cap, arg);
+      if (flag) problems.push({ path: `args[${i}]`, message: `${flag} is set by llmgw from ${cap.reservedArgs[flag]}; remove it` });
+    });
+  }
+  if (ok('env') && 'CUDA_VISIBLE_DEVICES' in profile.env) {
+    problems.push({ path: 'env.CUDA_VISIBLE_DEVICES', message: 'is set by llmgw from the GPUs placement chose; remove it' });
+  }
+  return problems;
+}
+
+/** True when the engine needs one weights file and `source` names a whole repository. */
+export function needsSingleFile(engine: EngineKind, source: string): boolean {
+  return ENGINE_CAPABILITIES[engine].singleFileWeights && /^hf:\/\/[^/@]+\/[^/@]+@/.test(source);
+}
+
+function reservedFlag(cap: EngineCapabilities, arg: string): string | undefined {
+  if (Object.prototype.hasOwnProperty.call(cap.reservedArgs, arg)) return arg;
+  const eq = arg.indexOf('=');
+  if (eq > 0 && Object.prototype.hasOwnProperty.call(cap.reservedArgs, arg.slice(0, eq))) return arg.slice(0, eq);
+  return undefined;
+}
