@@ -25,11 +25,16 @@ const PURE_BANNED_MODULES = [
   'child_process', 'node:child_process', 'dgram', 'node:dgram',
   'worker_threads', 'node:worker_threads', 'os', 'node:os',
 ];
-const TEST_FILES = ['**/*.spec.ts', '**/*.test.ts', '**/test/**/*.ts', '**/e2e/**/*.ts'];
+const TEST_FILES = ['**/*.spec.ts', '**/*.e2e.ts', '**/*.test.ts', '**/test/**/*.ts', '**/e2e/**/*.ts'];
 
 export default [
   { ignores: ['**/__fixtures__/**', '**/node_modules/**', '**/dist/**', 'tmp/**', '.nx/**', '.llmgw/**', 'libs/proto/src/gen/**'] },
   ...tseslint.configs.recommended,
+  {
+    // CommonJS entry points (bins, the TypeScript runner) use require by definition.
+    files: ['**/*.cjs'],
+    rules: { '@typescript-eslint/no-require-imports': 'off' },
+  },
   {
     files: ['**/*.ts', '**/*.mts'],
     plugins: { '@nx': nx },

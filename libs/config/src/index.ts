@@ -1,1 +1,4 @@
-export {};
+export * from './config.error';
+export * from './config.loader';
+export * from './env-var.schema';
+export * from './shared.config';

@@ -1,0 +1,226 @@
+import { resolve } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { ConfigError, redactUrlPassword } from './config.error';
+import { loadConfig, loadConfigOrExit } from './config.loader';
+import { env, parseBoolean, parseDuration, parseHost, parseList, parsePort, parseUrl } from './env-var.schema';
+import { DATABASE_ENV, SHARED_ENV, sharedConfig } from './shared.config';
+
+const schema = z
+  .object({
+    ...SHARED_ENV,
+    ...DATABASE_ENV,
+    LLMGW_TEST_PORT: env.port({ default: 8080 }),
+    LLMGW_TEST_TIMEOUT: env.duration({ default: '5s' }),
+    LLMGW_TEST_ENABLED: env.boolean({ default: false }),
+    LLMGW_TEST_PEERS: env.list(parseUrl(['http:', 'https:']), { default: [] }),
+    LLMGW_TEST_REQUIRED: env.string(),
+    LLMGW_TEST_API_TOKEN: env.string({ optional: true }),
+  })
+  .transform((e) => ({
+    ...sharedConfig(e),
+    databaseUrl: e.LLMGW_DATABASE_URL,
+    port: e.LLMGW_TEST_PORT,
+    timeoutMs: e.LLMGW_TEST_TIMEOUT,
+    enabled: e.LLMGW_TEST_ENABLED,
+    peers: e.LLMGW_TEST_PEERS,
+    required: e.LLMGW_TEST_REQUIRED,
+  }));
+
+function problemsOf(fn: () => unknown): ConfigError {
+  try {
+    fn();
+  } catch (error) {
+    if (error instanceof ConfigError) return error;
+    throw error;
+  }
+  throw new Error('expected a ConfigError');
+}
+
+describe('loadConfig', () => {
+  it('applies defaults and returns a deep-frozen typed object', () => {
+    const config = loadConfig(schema, { LLMGW_TEST_REQUIRED: 'x', PATH: '/usr/bin' });
+    expect(config).toEqual({
+      logLevel: 'info',
+      dataDir: resolve('.llmgw'),
+      host: '127.0.0.1',
+      shutdownTimeoutMs: 10_000,
+      databaseUrl: undefined,
+      port: 8080,
+      timeoutMs: 5_000,
+      enabled: false,
+      peers: [],
+      required: 'x',
+    });
+    expect(Object.isFrozen(config)).toBe(true);
+    expect(Object.isFrozen(config.peers)).toBe(true);
+    expect(() => {
+      (config as { port: number }).port = 1;
+    }).toThrow(TypeError);
+  });
+
+  it('reads given values', () => {
+    const config = loadConfig(schema, {
+      LLMGW_LOG_LEVEL: 'debug',
+      LLMGW_DATA_DIR: '/var/lib/llmgw',
+      LLMGW_HOST: '::1',
+      LLMGW_SHUTDOWN_TIMEOUT: '2m',
+      LLMGW_DATABASE_URL: 'postgres://llmgw:pw@db:5432/llmgw',
+      LLMGW_TEST_PORT: '0',
+      LLMGW_TEST_TIMEOUT: '1500',
+      LLMGW_TEST_ENABLED: '1',
+      LLMGW_TEST_PEERS: 'http://a:1, https://b',
+      LLMGW_TEST_REQUIRED: 'y',
+    });
+    expect(config).toMatchObject({
+      logLevel: 'debug',
+      dataDir: '/var/lib/llmgw',
+      host: '::1',
+      shutdownTimeoutMs: 120_000,
+      databaseUrl: 'postgres://llmgw:pw@db:5432/llmgw',
+      port: 0,
+      timeoutMs: 1_500,
+      enabled: true,
+      peers: ['http://a:1', 'https://b'],
+    });
+  });
+
+  it('lists every bad variable with its value and reason in one error', () => {
+    const error = problemsOf(() =>
+      loadConfig(schema, {
+        LLMGW_LOG_LEVEL: 'loud',
+        LLMGW_HOST: 'http://0.0.0.0',
+        LLMGW_SHUTDOWN_TIMEOUT: '5 s',
+        LLMGW_DATABASE_URL: 'mysql://u:hunter2@db/x',
+        LLMGW_TEST_PORT: 'abc',
+        LLMGW_TEST_TIMEOUT: '-1s',
+        LLMGW_TEST_ENABLED: 'yes',
+        LLMGW_TEST_PEERS: 'http://a,,http://b',
+        LLMGW_TEST_API_TOKEN: '',
+      }),
+    );
+    expect(error.problems.map((p) => p.variable).sort()).toEqual(
+      [
+        'LLMGW_LOG_LEVEL',
+        'LLMGW_HOST',
+        'LLMGW_SHUTDOWN_TIMEOUT',
+        'LLMGW_DATABASE_URL',
+        'LLMGW_TEST_PORT',
+        'LLMGW_TEST_TIMEOUT',
+        'LLMGW_TEST_ENABLED',
+        'LLMGW_TEST_PEERS',
+        'LLMGW_TEST_REQUIRED',
+      ].sort(),
+    );
+    const lines = error.message.split('\n');
+    expect(lines[0]).toBe('invalid configuration (9 problems):');
+    expect(lines).toContain('  LLMGW_LOG_LEVEL="loud": expected one of fatal, error, warn, info, debug, trace, silent');
+    expect(lines).toContain('  LLMGW_TEST_PORT="abc": expected a port number 0..65535');
+    expect(lines).toContain('  LLMGW_TEST_ENABLED="yes": expected true, false, 1 or 0');
+    expect(lines).toContain('  LLMGW_TEST_REQUIRED (unset): is required');
+    expect(lines).toContain('  LLMGW_TEST_PEERS="http://a,,http://b": item 2 of the comma-separated list is empty');
+    // A password in a URL never reaches the message.
+    expect(lines).toContain(
+      '  LLMGW_DATABASE_URL="mysql://u:***@db/x": expected a URL starting postgres: or postgresql: or sqlite:',
+    );
+    expect(error.message).not.toContain('hunter2');
+  });
+
+  it('redacts values of variables whose names say they are secret', () => {
+    const secretSchema = z.object({ LLMGW_ROUTER_API_KEY: env.integer(0, 10) });
+    const error = problemsOf(() => loadConfig(secretSchema, { LLMGW_ROUTER_API_KEY: 'sk-live-123' }));
+    expect(error.message).toContain('LLMGW_ROUTER_API_KEY=<redacted>: expected a whole number between 0 and 10');
+    expect(error.message).not.toContain('sk-live');
+  });
+
+  it('loadConfigOrExit prints every problem on stderr and exits 1', () => {
+    let printed = '';
+    let code: number | undefined;
+    const exit = ((c: number) => {
+      code = c;
+      throw new Error('exited');
+    }) as (code: number) => never;
+    expect(() =>
+      loadConfigOrExit('llmgw-test', schema, {
+        env: { LLMGW_TEST_PORT: '70000' },
+        stderr: (text) => (printed += text),
+        exit,
+      }),
+    ).toThrow('exited');
+    expect(code).toBe(1);
+    expect(printed).toBe(
+      'llmgw-test: invalid configuration (2 problems):\n' +
+        '  LLMGW_TEST_PORT="70000": expected a port number 0..65535\n' +
+        '  LLMGW_TEST_REQUIRED (unset): is required\n',
+    );
+  });
+});
+
+describe('variable parsers', () => {
+  it.each([
+    ['0', 0],
+    ['8080', 8080],
+    ['65535', 65_535],
+  ])('port %s → %d', (raw, value) => expect(parsePort(raw)).toEqual({ ok: true, value }));
+
+  it.each(['65536', '-1', '80.5', ' 80', '0x50', '1e3', '123456'])('port %j is refused', (raw) =>
+    expect(parsePort(raw).ok).toBe(false),
+  );
+
+  it.each([
+    ['500ms', 500],
+    ['5s', 5_000],
+    ['2m', 120_000],
+    ['1h', 3_600_000],
+    ['1500', 1_500],
+    ['0', 0],
+  ])('duration %s → %d ms', (raw, value) => expect(parseDuration(raw)).toEqual({ ok: true, value }));
+
+  it.each(['5 s', '1.5s', '-5s', '5d', 's', '5S', ''])('duration %j is refused', (raw) =>
+    expect(parseDuration(raw).ok).toBe(false),
+  );
+
+  it.each([
+    ['true', true],
+    ['1', true],
+    ['false', false],
+    ['0', false],
+  ])('boolean %s → %s', (raw, value) => expect(parseBoolean(raw)).toEqual({ ok: true, value }));
+
+  it.each(['yes', 'no', 'TRUE', 'on', '2', ' true'])('boolean %j is refused', (raw) =>
+    expect(parseBoolean(raw).ok).toBe(false),
+  );
+
+  it.each([
+    ['127.0.0.1', '127.0.0.1'],
+    ['0.0.0.0', '0.0.0.0'],
+    ['::', '::'],
+    ['[::1]', '::1'],
+    ['node-1.example.com', 'node-1.example.com'],
+  ])('host %s → %s', (raw, value) => expect(parseHost(raw)).toEqual({ ok: true, value }));
+
+  it.each(['http://x', 'x:80', 'a b', 'x/y', '-x'])('host %j is refused', (raw) => expect(parseHost(raw).ok).toBe(false));
+
+  it('lists trim items and parse each one', () => {
+    expect(parseList(parsePort)('1, 2 ,3')).toEqual({ ok: true, value: [1, 2, 3] });
+    expect(parseList(parsePort)('1,x')).toEqual({
+      ok: false,
+      reason: 'item 2 ("x"): expected a port number 0..65535',
+    });
+  });
+
+  it('an invalid default duration is a programming error at definition time', () => {
+    expect(() => env.duration({ default: '5 minutes' })).toThrow(/invalid default duration "5 minutes"/);
+  });
+
+  it('empty text counts as unset', () => {
+    const s = z.object({ A: env.port({ default: 1 }), B: env.port({ optional: true }) });
+    expect(loadConfig(s, { A: '', B: '' })).toEqual({ A: 1, B: undefined });
+  });
+
+  it('redactUrlPassword hides only the password', () => {
+    expect(redactUrlPassword('postgres://user:secret@db:5432/x')).toBe('postgres://user:***@db:5432/x');
+    expect(redactUrlPassword('postgres://db:5432/x')).toBe('postgres://db:5432/x');
+    expect(redactUrlPassword('not a url: a@b')).toBe('not a url: a@b');
+  });
+});
