@@ -1,1 +1,14 @@
-export {};
+export {
+  PrometheusParseError,
+  escapeHelp,
+  escapeLabelValue,
+  formatSampleValue,
+  parsePrometheusText,
+  parseSampleValue,
+  renderPrometheusText,
+  type MetricFamily,
+  type MetricSample,
+  type MetricType,
+} from './prometheus-text.parser';
+export { defaultMapping, mappingProblems, resolveMapping } from './engine-mapping.registry';
+export { parseAndRead, readLoad, type ReadLoadOptions } from './engine-load.reader';

@@ -1,5 +1,6 @@
 import type { CliCommand } from '../cli-io';
 import { catalogValidateCommand } from './catalog-validate.command';
+import { scrapeCommand } from './scrape.command';
 
 /** Every `llmgw` sub-command; main dispatches on the longest matching path. */
-export const COMMANDS: readonly CliCommand[] = [catalogValidateCommand];
+export const COMMANDS: readonly CliCommand[] = [catalogValidateCommand, scrapeCommand];
