@@ -16,7 +16,7 @@ export default defineConfig({
   ],
   resolve: { alias },
   test: {
-    include: ['apps/**/*.spec.ts', 'libs/**/*.spec.ts', 'tools/**/*.spec.ts', 'apps/**/*.e2e.ts', 'tools/**/*.e2e.ts'],
+    include: ['apps/**/*.spec.ts', 'libs/**/*.spec.ts', 'tools/**/*.spec.ts', 'apps/**/*.e2e.ts', 'libs/**/*.e2e.ts', 'tools/**/*.e2e.ts'],
     exclude: ['**/node_modules/**', '**/__fixtures__/**'],
     testTimeout: 30_000,
     hookTimeout: 60_000,

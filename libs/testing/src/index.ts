@@ -1,5 +1,7 @@
+export * from './databases';
 export * from './fake-clock';
 export * from './free-port';
+export * from './postgres.harness';
 export * from './process.harness';
 export * from './promtool';
 export * from './redis.harness';
