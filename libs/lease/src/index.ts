@@ -1,1 +1,5 @@
-export {};
+export * from './lease-store.port';
+export * from './leadership.port';
+export * from './leader.elector';
+export * from './always-leader.elector';
+export * from './scheduler.port';
