@@ -1,1 +1,12 @@
-export {};
+export * from './database-url.parser';
+export * from './data-source.factory';
+export * from './database.client';
+export * from './store.ports';
+export * from './store.factory';
+export * from './fence.guard';
+export * from './lease.repository';
+export * from './node.repository';
+export * from './replica.repository';
+export * from './catalog.repository';
+export * from './event.repository';
+export * from './migrations/all.migrations';

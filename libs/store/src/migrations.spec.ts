@@ -1,0 +1,49 @@
+import { testBackends, type TestDatabase } from '@llmgw/testing';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { createDataSource, migrate } from './data-source.factory';
+import { StoreDatabase } from './database.client';
+import { MIGRATIONS } from './migrations/all.migrations';
+import { openStore } from './store.factory';
+
+const TABLES = ['catalog_revisions', 'events', 'leases', 'nodes', 'replicas'];
+
+async function tables(db: StoreDatabase): Promise<string[]> {
+  const sql =
+    db.dialect === 'sqlite'
+      ? "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name"
+      : "SELECT tablename AS name FROM pg_tables WHERE schemaname = 'public' ORDER BY tablename";
+  return (await db.query(sql)).rows.map((r) => String(r.name));
+}
+
+describe.each(testBackends())('migrations on $name', (backend) => {
+  let db: TestDatabase;
+  beforeEach(async () => {
+    db = await backend.create();
+  });
+  afterEach(async () => {
+    await db.drop();
+  });
+
+  it('apply from empty once, even when several processes open the store at the same time, and revert cleanly', async () => {
+    const names = MIGRATIONS.map((M) => new M().name!);
+    const stores = await Promise.all([1, 2, 3].map(() => openStore(db.url)));
+    try {
+      expect(stores.map((s) => s.appliedMigrations).flat()).toEqual(names);
+      expect(await tables(stores[0].database)).toEqual([...TABLES, 'migrations'].sort());
+      const reopened = await openStore(db.url);
+      expect(reopened.appliedMigrations).toEqual([]);
+      await reopened.close();
+    } finally {
+      for (const s of stores) await s.close();
+    }
+    const ds = createDataSource(db.url);
+    await ds.initialize();
+    try {
+      await ds.undoLastMigration();
+      expect(await tables(new StoreDatabase(ds))).toEqual(['migrations']);
+      expect(await migrate(ds)).toEqual(names);
+    } finally {
+      await ds.destroy();
+    }
+  });
+});

@@ -1,0 +1,5 @@
+import type { MigrationInterface } from 'typeorm';
+import { Initial1767225600000 } from './1767225600000-initial.migration';
+
+/** Every schema migration in order; the name's 13-digit suffix orders them. Append, never edit a shipped one. */
+export const MIGRATIONS: readonly (new () => MigrationInterface)[] = [Initial1767225600000];

@@ -1,0 +1,63 @@
+import { ErrorCode } from '@llmgw/domain';
+import { testBackends, type TestDatabase } from '@llmgw/testing';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { openStore, type Store } from './store.factory';
+import type { NodeRecord } from './store.ports';
+
+const node: NodeRecord = {
+  id: 'gpu-01',
+  address: '10.0.0.11',
+  labels: { rack: 'r1' },
+  fabric: 'ib-a',
+  gpus: [
+    { index: 0, uuid: 'GPU-aaaa', name: 'NVIDIA H100 80GB HBM3', gpuClass: 'H100-80GB', memoryTotalBytes: 85_899_345_920, memoryUsedBytes: 0, healthy: true },
+    { index: 1, uuid: 'GPU-bbbb', name: 'NVIDIA H100 80GB HBM3', gpuClass: 'H100-80GB', memoryTotalBytes: 85_899_345_920, healthy: true },
+  ],
+  cpuCores: 64,
+  memoryBytes: 1_099_511_627_776,
+  cache: { dir: '/var/lib/llmgw/cache', totalBytes: 4_000_000_000_000, freeBytes: 3_000_000_000_000, entries: [{ name: 'w-1', sizeBytes: 42, modifiedAt: 1_767_225_600_000 }] },
+  state: 'healthy',
+  cordoned: false,
+  lastSeen: 1_767_225_600_123,
+};
+
+describe.each(testBackends())('nodes on $name', (backend) => {
+  let db: TestDatabase;
+  let store: Store;
+  beforeEach(async () => {
+    db = await backend.create();
+    store = await openStore(db.url);
+  });
+  afterEach(async () => {
+    await store.close();
+    await db.drop();
+  });
+
+  it('round-trips a node exactly, unknown values staying absent', async () => {
+    await store.nodes.upsert(node);
+    expect(await store.nodes.get('gpu-01')).toEqual(node);
+    const cpu: NodeRecord = { ...node, id: 'cpu-01', fabric: undefined, gpus: [], lastSeen: undefined };
+    delete (cpu as { fabric?: string }).fabric;
+    delete (cpu as { lastSeen?: number }).lastSeen;
+    await store.nodes.upsert(cpu);
+    const stored = await store.nodes.get('cpu-01');
+    expect(stored).toEqual(cpu);
+    expect(stored).not.toHaveProperty('fabric');
+    expect(stored).not.toHaveProperty('lastSeen');
+    expect((await store.nodes.list()).map((n) => n.id)).toEqual(['cpu-01', 'gpu-01']);
+  });
+
+  it('keeps an operator cordon when the agent registers again; state and lastSeen move with heartbeats', async () => {
+    await store.nodes.upsert(node);
+    await store.nodes.setCordoned('gpu-01', true);
+    await store.nodes.upsert({ ...node, address: '10.0.0.12', lastSeen: node.lastSeen! + 5_000 });
+    expect(await store.nodes.get('gpu-01')).toMatchObject({ cordoned: true, address: '10.0.0.12', lastSeen: node.lastSeen! + 5_000 });
+    await store.nodes.setState('gpu-01', 'unreachable');
+    await store.nodes.setState('gpu-01', 'healthy', node.lastSeen! + 9_000);
+    expect(await store.nodes.get('gpu-01')).toMatchObject({ state: 'healthy', lastSeen: node.lastSeen! + 9_000 });
+    await expect(store.nodes.setCordoned('nope', true)).rejects.toMatchObject({ code: ErrorCode.NotFound });
+    await expect(store.nodes.setState('nope', 'lost')).rejects.toMatchObject({ code: ErrorCode.NotFound });
+    expect(await store.nodes.remove('gpu-01')).toBe(true);
+    expect(await store.nodes.remove('gpu-01')).toBe(false);
+  });
+});

@@ -1,0 +1,78 @@
+import type { Clock } from '@llmgw/domain';
+import type { DataSource } from 'typeorm';
+import { TypeormCatalogRepository } from './catalog.repository';
+import { createDataSource, migrate, prepareLocation, type StoreConnectionOptions } from './data-source.factory';
+import { StoreDatabase, type Dialect } from './database.client';
+import { parseDatabaseUrl, redactDatabaseUrl } from './database-url.parser';
+import { TypeormEventRepository } from './event.repository';
+import { TypeormLeaseRepository } from './lease.repository';
+import { TypeormNodeRepository } from './node.repository';
+import { TypeormReplicaRepository } from './replica.repository';
+
+/** Options for {@link openStore}. */
+export interface StoreOptions extends StoreConnectionOptions {
+  /** Clock for fence checks and default timestamps (default: the system clock). */
+  clock?: Clock;
+  /** Events kept (newest first); default 10000. */
+  eventRetention?: number;
+  /** Apply pending migrations before returning (default true: the apps that own the store). */
+  migrate?: boolean;
+}
+
+/** An open store: every repository over one connection (SQLite) or pool (PostgreSQL). */
+export interface Store {
+  readonly dialect: Dialect;
+  readonly dataSource: DataSource;
+  readonly database: StoreDatabase;
+  readonly nodes: TypeormNodeRepository;
+  readonly replicas: TypeormReplicaRepository;
+  readonly catalog: TypeormCatalogRepository;
+  readonly events: TypeormEventRepository;
+  readonly leases: TypeormLeaseRepository;
+  /** Names of the migrations this open applied (empty when the schema was current). */
+  readonly appliedMigrations: readonly string[];
+  /** Closes the connection or pool. */
+  close(): Promise<void>;
+}
+
+const systemClock: Clock = { now: () => Date.now() };
+
+/**
+ * Opens the store at `url` (`sqlite:<path>` or `postgres://…`; see parseDatabaseUrl), applies
+ * pending migrations unless told not to, and returns the repositories. A failure names the
+ * redacted URL; nothing is left open.
+ */
+export async function openStore(url: string, options: StoreOptions = {}): Promise<Store> {
+  const location = parseDatabaseUrl(url);
+  prepareLocation(location);
+  const dataSource = createDataSource(location, options);
+  try {
+    await dataSource.initialize();
+  } catch (error) {
+    throw new Error(`store: cannot open ${redactDatabaseUrl(url)}: ${(error as Error).message}`);
+  }
+  try {
+    const appliedMigrations = options.migrate === false ? [] : await migrate(dataSource);
+    const clock = options.clock ?? systemClock;
+    const database = new StoreDatabase(dataSource);
+    return {
+      dialect: database.dialect,
+      dataSource,
+      database,
+      nodes: new TypeormNodeRepository(database),
+      replicas: new TypeormReplicaRepository(database, clock),
+      catalog: new TypeormCatalogRepository(database, clock),
+      events: new TypeormEventRepository(database, clock, options.eventRetention),
+      leases: new TypeormLeaseRepository(database, clock),
+      appliedMigrations,
+      close: async () => {
+        // Let queued SQLite work finish before the connection goes away.
+        await database.exclusive(async () => undefined);
+        if (dataSource.isInitialized) await dataSource.destroy();
+      },
+    };
+  } catch (error) {
+    await dataSource.destroy().catch(() => undefined);
+    throw error;
+  }
+}
