@@ -1,1 +1,6 @@
-export {};
+export * from './placement.types';
+export { place, PlacementIndex } from './placement.index';
+export { describeProfile } from './placement.planner';
+export { withAllocation } from './allocation.reducer';
+export { capacityByClass, freeNodesByFabric, type ClassCapacity, type FabricCapacity } from './capacity.summary';
+export { formatGb } from './bytes.format';

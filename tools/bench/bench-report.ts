@@ -1,0 +1,54 @@
+// Shared output helpers for tools/bench scripts: percentiles, a plain-text table, the machine
+// line and the section of docs/benchmarks.md each benchmark owns.
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+
+/** The p-th percentile (0..100) of samples, nearest-rank; NaN for no samples. */
+export function percentile(samples: readonly number[], p: number): number {
+  if (samples.length === 0) return NaN;
+  const sorted = [...samples].sort((a, b) => a - b);
+  const rank = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
+  return sorted[rank];
+}
+
+/** Prints rows (the first is the header) as aligned columns on stdout. */
+export function printTable(rows: readonly (readonly string[])[]): void {
+  const widths = rows[0].map((_, c) => Math.max(...rows.map((r) => (r[c] ?? '').length)));
+  const line = (r: readonly string[]) => r.map((cell, c) => (c === 0 ? cell.padEnd(widths[c]) : cell.padStart(widths[c]))).join('  ');
+  process.stdout.write(`${line(rows[0])}\n${widths.map((w) => '-'.repeat(w)).join('  ')}\n`);
+  for (const r of rows.slice(1)) process.stdout.write(`${line(r)}\n`);
+  process.stdout.write('\n');
+}
+
+/** One line naming the machine: cores, CPU model, memory, Node version, platform. */
+export function machineLine(cpus: readonly os.CpuInfo[], totalMemBytes: number): string {
+  const model = cpus[0]?.model.trim() ?? 'unknown CPU';
+  return `${cpus.length} cores (${model}), ${(totalMemBytes / 1e9).toFixed(0)} GB RAM, Node ${process.version}, ${os.platform()}-${os.arch()}`;
+}
+
+const DOC = path.resolve(__dirname, '..', '..', 'docs', 'benchmarks.md');
+
+/**
+ * Replaces the body of benchmark `id`'s section in docs/benchmarks.md (between its start/end
+ * markers), appending the section with a `## title` heading when absent and creating the file
+ * when missing. Other sections are left byte for byte. Returns the file path.
+ */
+export function writeSection(id: string, title: string, body: string): string {
+  const start = `<!-- bench:${id}:start -->`;
+  const end = `<!-- bench:${id}:end -->`;
+  let text = fs.existsSync(DOC)
+    ? fs.readFileSync(DOC, 'utf8')
+    : '# Benchmarks\n\nEach section is written by its script in `tools/bench` (see the command it names); numbers\nare from the run that wrote them. Ratios compare cases measured in the same run.\n';
+  const block = `${start}\n${body.trimEnd()}\n${end}`;
+  const i = text.indexOf(start);
+  const j = text.indexOf(end);
+  if (i >= 0 && j > i) {
+    text = text.slice(0, i) + block + text.slice(j + end.length);
+  } else {
+    text = `${text.trimEnd()}\n\n## ${title}\n\n${block}\n`;
+  }
+  fs.mkdirSync(path.dirname(DOC), { recursive: true });
+  fs.writeFileSync(DOC, text);
+  return DOC;
+}
