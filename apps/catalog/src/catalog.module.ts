@@ -1,7 +1,14 @@
 import { Module, type DynamicModule } from '@nestjs/common';
-import { ObservabilityModule, type Logger } from '@llmgw/observability';
+import { APP_FILTER } from '@nestjs/core';
+import { ObservabilityModule, ROOT_LOGGER, type Logger } from '@llmgw/observability';
 import type { Registry } from 'prom-client';
+import { AdminTokenGuard } from './api/admin-token.guard';
+import { CatalogApiController } from './api/catalog-api.controller';
+import { CatalogApiService, type CatalogApiStore } from './api/catalog-api.service';
+import { DocsController } from './api/docs.controller';
+import { ProblemExceptionFilter } from './api/problem.exception-filter';
 import { CATALOG_CONFIG, type CatalogConfig } from './config/catalog.config';
+import { CATALOG_STORE, catalogStoreProvider, CatalogStoreLifecycle } from './store/catalog-store.provider';
 
 /** What llmgw-catalog is built from: its validated config, its logger and its metrics registry. */
 export interface CatalogModuleOptions {
@@ -10,14 +17,29 @@ export interface CatalogModuleOptions {
   registry: Registry;
 }
 
-/** Root module of llmgw-catalog (the catalog REST API). Wiring only. */
+/**
+ * Root module of llmgw-catalog (the catalog REST API): the store, the API behind the admin
+ * token, its OpenAPI document and docs page, and one problem+json error mapper. Wiring only.
+ */
 @Module({})
 export class CatalogModule {
   static forRoot(options: CatalogModuleOptions): DynamicModule {
     return {
       module: CatalogModule,
       imports: [ObservabilityModule.forRoot({ logger: options.logger, registry: options.registry })],
-      providers: [{ provide: CATALOG_CONFIG, useValue: options.config }],
+      controllers: [CatalogApiController, DocsController],
+      providers: [
+        { provide: CATALOG_CONFIG, useValue: options.config },
+        catalogStoreProvider,
+        CatalogStoreLifecycle,
+        AdminTokenGuard,
+        {
+          provide: CatalogApiService,
+          inject: [CATALOG_STORE, ROOT_LOGGER],
+          useFactory: (store: CatalogApiStore, logger: Logger) => new CatalogApiService(store, logger),
+        },
+        { provide: APP_FILTER, useClass: ProblemExceptionFilter },
+      ],
       exports: [CATALOG_CONFIG],
     };
   }

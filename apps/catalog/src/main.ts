@@ -11,6 +11,9 @@ runMain(NAME, async () => {
   const config = loadConfigOrExit(NAME, catalogConfigSchema);
   const logger = createLogger({ name: NAME, level: config.logLevel });
   const registry = createMetricsRegistry();
+  if (config.adminToken === undefined) {
+    logger.warn('LLMGW_CATALOG_ADMIN_TOKEN is not set: every catalog API request will be refused (401)');
+  }
   await serveHttpApp({
     name: NAME,
     module: CatalogModule.forRoot({ config, logger, registry }),
@@ -18,5 +21,7 @@ runMain(NAME, async () => {
     port: config.port,
     logger,
     shutdownTimeoutMs: config.shutdownTimeoutMs,
+    // The catalog API reads bodies itself: JSON and YAML, its own size limit, problem+json errors.
+    bodyParser: false,
   });
 });

@@ -17,6 +17,11 @@ export interface ServeHttpAppOptions {
   logger: Logger;
   /** After SIGTERM/SIGINT, exit with status 1 if closing takes longer than this. */
   shutdownTimeoutMs: number;
+  /**
+   * Nest's JSON/urlencoded body parsers (default true). False leaves request bodies unread, for
+   * an app that reads them itself (its own media types and size limit, its own error bodies).
+   */
+  bodyParser?: boolean;
 }
 
 /** The running app and the address it listens on. */
@@ -36,6 +41,7 @@ export async function serveHttpApp(options: ServeHttpAppOptions): Promise<Servin
   const app = await NestFactory.create(options.module, new ExpressAdapter(), {
     logger: new PinoNestLogger(logger),
     abortOnError: false,
+    bodyParser: options.bodyParser ?? true,
   });
   // Say nothing about the server stack to whoever connects.
   (app.getHttpAdapter().getInstance() as { disable(setting: string): void }).disable('x-powered-by');

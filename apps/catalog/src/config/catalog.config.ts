@@ -1,5 +1,27 @@
-import { DATABASE_ENV, env, SHARED_ENV, sharedConfig, type DeepReadonly } from '@llmgw/config';
+import { join } from 'node:path';
+import { parseSize } from '@llmgw/catalog';
+import { DATABASE_ENV, env, envVar, SHARED_ENV, sharedConfig, type DeepReadonly, type EnvParse } from '@llmgw/config';
 import { z } from 'zod';
+
+/** Largest request body an operator may allow: a catalog of thousands of models fits in far less. */
+export const MAX_BODY_LIMIT_BYTES = 64 * 1024 * 1024;
+/** Shortest admin token accepted: a guessable token is worse than none. */
+export const MIN_ADMIN_TOKEN_LENGTH = 16;
+
+/** A byte size such as `1MiB`, `512KB` or `1048576`, at most {@link MAX_BODY_LIMIT_BYTES}. */
+const parseBodyLimit: EnvParse<number> = (raw) => {
+  const size = parseSize(/^\d+$/.test(raw) ? Number(raw) : raw);
+  if (!size.ok) return { ok: false, reason: size.message };
+  if (size.bytes > MAX_BODY_LIMIT_BYTES) return { ok: false, reason: `must be at most ${MAX_BODY_LIMIT_BYTES} bytes (64MiB)` };
+  return { ok: true, value: size.bytes };
+};
+
+/** Any text of at least {@link MIN_ADMIN_TOKEN_LENGTH} characters without whitespace. */
+const parseAdminToken: EnvParse<string> = (raw) => {
+  if (/\s/.test(raw)) return { ok: false, reason: 'must not contain whitespace' };
+  if (raw.length < MIN_ADMIN_TOKEN_LENGTH) return { ok: false, reason: `must be at least ${MIN_ADMIN_TOKEN_LENGTH} characters` };
+  return { ok: true, value: raw };
+};
 
 /**
  * Every setting llmgw-catalog reads, validated once at boot: the shared LLMGW_* variables plus
@@ -8,15 +30,22 @@ import { z } from 'zod';
 export const catalogConfigSchema = z
   .object({
     ...SHARED_ENV,
-    /** HTTP listener (health, readiness, metrics); 0 = any free port. */
+    /** HTTP listener (catalog API, health, readiness, metrics); 0 = any free port. */
     LLMGW_CATALOG_PORT: env.port({ default: 8083 }),
+    /** Bearer token every /v1/catalog request must carry; unset = the API refuses every request. */
+    LLMGW_CATALOG_ADMIN_TOKEN: envVar(parseAdminToken, { optional: true }),
+    /** Largest request body; a bigger one is answered 413 without being read. Default 1MiB. */
+    LLMGW_CATALOG_BODY_LIMIT: envVar(parseBodyLimit, { default: 1024 * 1024 }),
     ...DATABASE_ENV,
   })
   .transform((e) => ({
     ...sharedConfig(e),
     port: e.LLMGW_CATALOG_PORT,
-    /** Store connection; undefined = SQLite in the data dir. */
-    databaseUrl: e.LLMGW_DATABASE_URL,
+    /** Undefined: no token configured, every catalog request is refused (401). */
+    adminToken: e.LLMGW_CATALOG_ADMIN_TOKEN,
+    bodyLimitBytes: e.LLMGW_CATALOG_BODY_LIMIT,
+    /** Store connection; unset = SQLite file `llmgw.db` in the data dir (shared with the controller). */
+    databaseUrl: e.LLMGW_DATABASE_URL ?? `sqlite:${join(e.LLMGW_DATA_DIR, 'llmgw.db')}`,
   }));
 
 /** llmgw-catalog's configuration: frozen, typed, in the names code uses. */
