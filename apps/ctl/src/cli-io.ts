@@ -10,6 +10,11 @@ export interface CliIo {
   readonly isTTY: boolean;
   /** Current directory for relative paths. */
   readonly cwd: string;
+  /**
+   * Environment the connection settings are read from, always through `@llmgw/config`;
+   * absent = this process's environment. Tests pass their own.
+   */
+  readonly env?: Readonly<Record<string, string | undefined>>;
 }
 
 export const EXIT_OK = 0;

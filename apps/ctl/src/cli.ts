@@ -14,6 +14,13 @@ export function findCommand(commands: readonly CliCommand[], argv: readonly stri
 export function usageText(commands: readonly CliCommand[]): string {
   const lines = ['usage: llmgw <command> [options]', '', 'commands:'];
   for (const c of commands) lines.push(`  ${c.usage.padEnd(60)} ${c.summary}`);
+  lines.push(
+    '',
+    'commands that talk to the controller or the catalog API take --controller URL, --catalog URL,',
+    '--token T and --config FILE; else LLMGW_CONTROLLER_URL, LLMGW_CATALOG_URL, LLMGW_ADMIN_TOKEN;',
+    'else ~/.config/llmgw/config.yaml (controller:, catalog:, token:). Every command takes --json.',
+    'exit status: 0 ok, 1 failure, 2 usage error.',
+  );
   return lines.join('\n') + '\n';
 }
 

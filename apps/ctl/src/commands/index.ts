@@ -1,7 +1,29 @@
 import type { CliCommand } from '../cli-io';
 import { catalogValidateCommand } from './catalog-validate.command';
+import { eventsCommand } from './events.command';
+import { explainCommand } from './explain.command';
+import { gcCommand } from './gc.command';
+import { modelsCommand } from './models.command';
+import { cordonCommand, drainCommand, uncordonCommand } from './node-action.command';
+import { nodesCommand } from './nodes.command';
 import { planCommand } from './plan.command';
+import { replicasCommand } from './replicas.command';
 import { scrapeCommand } from './scrape.command';
+import { statusCommand } from './status.command';
 
 /** Every `llmgw` sub-command; main dispatches on the longest matching path. */
-export const COMMANDS: readonly CliCommand[] = [catalogValidateCommand, planCommand, scrapeCommand];
+export const COMMANDS: readonly CliCommand[] = [
+  statusCommand,
+  nodesCommand,
+  replicasCommand,
+  modelsCommand,
+  eventsCommand,
+  explainCommand,
+  catalogValidateCommand,
+  cordonCommand,
+  uncordonCommand,
+  drainCommand,
+  gcCommand,
+  planCommand,
+  scrapeCommand,
+];
