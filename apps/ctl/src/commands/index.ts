@@ -1,4 +1,7 @@
 import type { CliCommand } from '../cli-io';
+import { catalogApplyCommand } from './catalog-apply.command';
+import { catalogDeleteCommand } from './catalog-delete.command';
+import { catalogGetCommand } from './catalog-get.command';
 import { catalogValidateCommand } from './catalog-validate.command';
 import { eventsCommand } from './events.command';
 import { explainCommand } from './explain.command';
@@ -19,6 +22,9 @@ export const COMMANDS: readonly CliCommand[] = [
   modelsCommand,
   eventsCommand,
   explainCommand,
+  catalogGetCommand,
+  catalogApplyCommand,
+  catalogDeleteCommand,
   catalogValidateCommand,
   cordonCommand,
   uncordonCommand,

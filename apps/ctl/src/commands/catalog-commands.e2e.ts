@@ -1,0 +1,207 @@
+// `llmgw catalog get | apply | delete` against the real catalog app (a process on port 0, SQLite),
+// and `apply --wait` following a rollout reported by a fake controller.
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { runTsEntry, spawnProcess, stopAllSpawned, type SpawnedProcess } from '@llmgw/testing';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ReplicaView, StatusView } from '../api/admin-api.types';
+import { runCtl } from '../test/cli-run';
+import { startFakeServer, type FakeServer } from '../test/fake-admin.server';
+import { STATUS } from '../test/cluster.fixture';
+import { createCatalogApplyCommand } from './catalog-apply.command';
+import { createCatalogDeleteCommand } from './catalog-delete.command';
+import { createCatalogGetCommand } from './catalog-get.command';
+
+const TOKEN = 'ctl-e2e-token-0123456789';
+const dir = mkdtempSync(join(tmpdir(), 'llmgw-ctl-catalog-'));
+let app: SpawnedProcess;
+let catalogUrl: string;
+
+/** Fake time for --wait: sleeping advances the clock, so a timeout needs no real waiting. */
+let clock = 0;
+const deps = { now: () => clock, sleep: async (ms: number) => void (clock += ms) };
+const COMMANDS = [createCatalogGetCommand(deps), createCatalogApplyCommand(deps), createCatalogDeleteCommand(deps)];
+
+function file(name: string, text: string): string {
+  writeFileSync(join(dir, name), text);
+  return name;
+}
+
+const MODEL_A = `  - name: model-a
+    aliases: [a]
+    source: https://models.example/a.gguf
+    size: 1GB
+    replicas: 1
+    profiles: [{engine: llamacpp}]
+`;
+const WAIT_YAML = `models:\n  - name: model-w\n    source: https://models.example/w.gguf\n    size: 1GB\n    replicas: 1\n    profiles: [{engine: llamacpp}]\n`;
+const MODEL_B = `  - name: model-b
+    source: hf://org/b/b.gguf@main
+    size: 2GB
+    replicas: {min: 2, max: 3}
+    profiles: [{engine: llamacpp, memory: 1GiB}]
+`;
+
+beforeAll(async () => {
+  const inherited = Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith('LLMGW_')));
+  app = await spawnProcess({
+    ...runTsEntry('apps/catalog/src/main.ts'),
+    name: 'llmgw-catalog',
+    cleanEnv: true,
+    env: { ...inherited, LLMGW_DATA_DIR: join(dir, 'data'), LLMGW_CATALOG_PORT: '0', LLMGW_CATALOG_ADMIN_TOKEN: TOKEN },
+    readyWhen: { stdoutMatch: /llmgw-catalog listening on (http:\/\/127\.0\.0\.1:\d+)/, http: { url: (p) => `${p.readyMatch?.[1]}/readyz` } },
+    deadlineMs: 60_000,
+  });
+  catalogUrl = app.readyMatch?.[1] as string;
+});
+afterAll(async () => {
+  await stopAllSpawned();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const run = (argv: string[], controller = 'http://127.0.0.1:1') => runCtl(COMMANDS, [...argv, '--catalog', catalogUrl, '--controller', controller, '--token', TOKEN], { cwd: dir });
+
+describe('llmgw catalog against the catalog API', () => {
+  it('applies a file, prints it back as YAML with its revision, and deletes a model', async () => {
+    const applied = await run(['catalog', 'apply', '-f', file('v1.yaml', `models:\n${MODEL_A}${MODEL_B}`)]);
+    expect(applied).toEqual({ code: 0, out: 'applied catalog revision 1: added model-a, model-b\n', err: '' });
+
+    const again = await run(['catalog', 'apply', '-f', 'v1.yaml']);
+    expect(again).toEqual({ code: 0, out: 'unchanged: catalog revision 1 already holds this\n', err: '' });
+
+    const get = await run(['catalog', 'get']);
+    expect(get.code).toBe(0);
+    expect(get.out).toMatch(/^# llmgw catalog from http:\/\/127\.0\.0\.1:\d+\n/);
+    expect(get.out).toContain('\nrevision: 1\nmodels:\n  - name: model-a\n');
+    expect(get.out).toContain('size: 2000000000');
+    const json = JSON.parse((await run(['catalog', 'get', '--json'])).out);
+    expect(json.revision).toBe(1);
+    expect(json.models.map((m: { name: string }) => m.name)).toEqual(['model-a', 'model-b']);
+
+    // What `get` printed applies as is: its revision guards the write.
+    writeFileSync(join(dir, 'edited.yaml'), get.out.replace('size: 1000000000', 'size: 3000000000'));
+    const edited = await run(['catalog', 'apply', '-f', 'edited.yaml']);
+    expect(edited).toEqual({ code: 0, out: 'applied catalog revision 2: changed model-a\n', err: '' });
+
+    // The same file again is now stale (it says revision 1): refused, not overwritten.
+    writeFileSync(join(dir, 'stale.yaml'), get.out.replace('size: 1000000000', 'size: 4000000000'));
+    const stale = await run(['catalog', 'apply', '-f', 'stale.yaml']);
+    expect(stale.code).toBe(1);
+    expect(stale.err).toBe('llmgw: the catalog changed since revision 1 (now 2): get it again, reapply your edit, and apply\n');
+
+    const deleted = await run(['catalog', 'delete', 'model-b']);
+    expect(deleted).toEqual({ code: 0, out: 'deleted model-b: catalog revision 3\n', err: '' });
+    expect(JSON.parse((await run(['catalog', 'delete', 'model-b', '--json'])).out)).toEqual({ error: { message: expect.stringContaining('404'), status: 404, problems: [] } });
+    const missing = await run(['catalog', 'delete', 'model-b']);
+    expect(missing.code).toBe(1);
+    expect(missing.err).toBe('llmgw: catalog: DELETE /v1/catalog/models/model-b: 404 no model "model-b" in catalog revision 3\n');
+    expect((await run(['catalog', 'delete'])).code).toBe(2);
+  }, 60_000);
+
+  it('refuses an invalid file before sending it, listing every problem', async () => {
+    const before = JSON.parse((await run(['catalog', 'get', '--json'])).out);
+    const r = await run(['catalog', 'apply', '-f', file('bad.yaml', 'models:\n  - name: x\n    size: lots\n    replicas: 1\n    profiles: [{engine: vllm}]\n')]);
+    expect(r.code).toBe(1);
+    expect(r.out).toBe('');
+    expect(r.err).toMatch(/^llmgw: bad\.yaml: invalid catalog: \d+ problems\n/);
+    expect(r.err).toContain('  models[0].source: required');
+    expect(r.err).toContain('  models[0].size: "lots" is not a size');
+    expect(r.err).toContain('  models[0].profiles[0].gpuClass');
+    const syntax = await run(['catalog', 'apply', '-f', file('broken.yaml', 'models: [\n')]);
+    expect(syntax.code).toBe(1);
+    expect(syntax.err).toMatch(/^llmgw: broken\.yaml: cannot parse catalog YAML/);
+    expect((await run(['catalog', 'apply', '-f', 'absent.yaml'])).err).toMatch(/^llmgw: cannot read absent\.yaml/);
+    expect((await run(['catalog', 'apply'])).code).toBe(2);
+    expect(JSON.parse((await run(['catalog', 'get', '--json'])).out)).toEqual(before);
+  });
+
+  it('--dry-run shows the change and the placement preview, and stores nothing', async () => {
+    const before = JSON.parse((await run(['catalog', 'get', '--json'])).out);
+    const r = await run(['catalog', 'apply', '--dry-run', '-f', file('dry.yaml', `models:\n${MODEL_B}`)]);
+    expect(r.code).toBe(0);
+    expect(r.out).toBe(
+      'dry.yaml: valid; dry run, nothing stored\n' +
+        `against revision ${before.revision}: add model-b; remove model-a\n` +
+        'placement preview on 0 nodes:\n' +
+        '  model-b: unplaceable, wants 2, has 0\n' +
+        '    profile 0 (llamacpp CPU):\n' +
+        '      no nodes in inventory\n',
+    );
+    const json = JSON.parse((await run(['catalog', 'apply', '--dry-run', '--json', '-f', 'dry.yaml'])).out);
+    expect(json).toMatchObject({ valid: true, changes: { added: ['model-b'], removed: ['model-a'] }, preview: { nodes: 0 } });
+    expect(JSON.parse((await run(['catalog', 'get', '--json'])).out)).toEqual(before);
+    expect((await run(['catalog', 'apply', '--dry-run', '--wait', '-f', 'dry.yaml'])).code).toBe(2);
+  });
+
+  it('says how to pass a token when the catalog API refuses it', async () => {
+    const r = await runCtl(COMMANDS, ['catalog', 'get', '--catalog', catalogUrl, '--token', 'wrong-token-0123456789']);
+    expect(r.code).toBe(1);
+    expect(r.err).toBe(
+      'llmgw: catalog: GET /v1/catalog: 401 the admin token is wrong (pass --token, set LLMGW_ADMIN_TOKEN or `token:` in the config file)\n',
+    );
+  });
+});
+
+describe('llmgw catalog apply --wait', () => {
+  let controller: FakeServer;
+  let polls = 0;
+  /** Replicas the fake controller reports on each poll: progress, then ready. */
+  let steps: { revision?: number; replicas: Partial<ReplicaView>[] }[] = [];
+
+  beforeAll(async () => {
+    controller = await startFakeServer({}, TOKEN);
+    const step = () => steps[Math.min(polls, steps.length - 1)];
+    controller.route('GET /v1/admin/status', () => {
+      const s = step();
+      return { body: { ...STATUS, controller: { ...STATUS.controller, catalogRevision: s.revision }, unplaceable: [] } satisfies StatusView };
+    });
+    controller.route('GET /v1/admin/replicas', () => {
+      const s = step();
+      polls++;
+      return { body: { replicas: s.replicas } };
+    });
+  });
+  afterAll(() => controller.close());
+
+  it('follows the rollout until every model has its replicas and the removed one is gone', async () => {
+    const base: number = JSON.parse((await run(['catalog', 'get', '--json'])).out).revision;
+    const next = base + 1;
+    steps = [
+      { revision: base, replicas: [{ id: 'old', model: 'model-a', state: 'ready' }] },
+      { revision: next, replicas: [{ id: 'old', model: 'model-a', state: 'draining' }, { id: 'w1', model: 'model-w', state: 'fetching' }] },
+      { revision: next, replicas: [{ id: 'w1', model: 'model-w', state: 'ready' }] },
+    ];
+    polls = 0;
+    const r = await run(['catalog', 'apply', '--wait', '-f', file('wait.yaml', WAIT_YAML)], controller.url);
+    expect(r.err).toBe('');
+    expect(r.code).toBe(0);
+    // Not a terminal: one block per change, no escape codes.
+    expect(r.out).toBe(
+      `applied catalog revision ${next}: added model-w; removed model-a\n` +
+        `waiting for the controller to load revision ${next} (it has ${base})\n` +
+        '  .. model-w: ready 0/1\n' +
+        '  .. model-a: removed from the catalog, 1 replica still being torn down\n' +
+        `controller runs catalog revision ${next}\n` +
+        '  .. model-w: ready 0/1, fetching 1\n' +
+        '  .. model-a: removed from the catalog, 1 replica still being torn down\n' +
+        `controller runs catalog revision ${next}\n` +
+        '  ok model-w: ready 1/1\n' +
+        `ready: every model of revision ${next} has its replicas\n`,
+    );
+  });
+
+  it('gives up at --timeout with exit 1, naming what is missing', async () => {
+    polls = 0;
+    const base: number = JSON.parse((await run(['catalog', 'get', '--json'])).out).revision;
+    steps = [{ revision: base + 1, replicas: [{ id: 'w1', model: 'model-w', state: 'ready' }, { id: 'x1', model: 'model-x', state: 'starting' }] }];
+    const body = readFileSync(join(dir, file('wait.yaml', WAIT_YAML)), 'utf8') + '  - name: model-x\n    source: https://models.example/x.gguf\n    size: 1GB\n    replicas: 1\n    profiles: [{engine: llamacpp}]\n';
+    const r = await run(['catalog', 'apply', '--wait', '--timeout', '5s', '-f', file('wait2.yaml', body)], controller.url);
+    expect(r.code).toBe(1);
+    expect(r.err).toBe('llmgw: not ready after 5s: model-x 0/1\n');
+    expect(polls).toBeGreaterThanOrEqual(5);
+    const json = await run(['catalog', 'apply', '--wait', '--timeout', '2s', '--json', '-f', 'wait2.yaml'], controller.url);
+    expect(json.code).toBe(1);
+    expect(JSON.parse(json.out)).toMatchObject({ applied: false, revision: base + 1, ready: false, progress: { done: false } });
+  });
+});
