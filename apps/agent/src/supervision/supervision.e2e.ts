@@ -1,0 +1,303 @@
+// Engine supervision end to end: the real agent process, the engine simulator as the engine, a
+// fake controller sending the commands. Ready is reported; a crash is reported and restarted
+// with backoff until the limit; stop is clean; and engines outlive a killed agent and are
+// re-adopted — same pid, never restarted.
+import { createHash } from 'node:crypto';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { cacheName } from '@llmgw/catalog';
+import { CollectOutcome, EngineKind, ReplicaState, type StartReplica } from '@llmgw/proto';
+import { processExists, stopAllSpawned, waitFor } from '@llmgw/testing';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { readProcStat } from '../state/proc-stat.reader';
+import { AgentHome, EnginePids, startAgent } from '../runtime/test/agent-process.harness';
+import { FakeController } from '../runtime/test/fake-controller.harness';
+import { groupAlive } from './engine.process';
+
+const TIMEOUT = 180_000;
+const { REPLICA_STATE_STARTING: STARTING, REPLICA_STATE_READY: READY, REPLICA_STATE_FAILED: FAILED, REPLICA_STATE_STOPPED: STOPPED } = ReplicaState;
+
+describe('engine supervision (real agent, sim-engine, fake controller)', () => {
+  let home: AgentHome;
+  let controller: FakeController;
+  let weights: string;
+  const engines = new EnginePids();
+
+  beforeEach(async () => {
+    home = new AgentHome();
+    weights = join(home.root, 'tiny.gguf');
+    writeFileSync(weights, 'not a real model: the simulator does not read it');
+    controller = await FakeController.start({ kind: 'leader', heartbeatIntervalMs: 300 });
+  });
+  afterEach(async () => {
+    await stopAllSpawned();
+    engines.killAll();
+    await controller.stop();
+    home.remove();
+  });
+
+  function startReplica(over: Partial<StartReplica> = {}): Exclude<Parameters<FakeController['send']>[0], undefined> {
+    const value: StartReplica = {
+      commandId: '',
+      replicaId: 'r-1',
+      model: 'tiny',
+      engine: EngineKind.ENGINE_KIND_LLAMACPP,
+      weightsSource: `file://${weights}`,
+      cacheName: '',
+      servedName: 'tiny',
+      aliases: [],
+      gpuIndices: [],
+      rank: 0,
+      members: [],
+      tensorParallel: 1,
+      pipelineParallel: 1,
+      engineArgs: [],
+      env: {},
+      ...over,
+    };
+    return { $case: 'startReplica', value };
+  }
+
+  /** Every pid the controller heard of for a replica, recorded for cleanup too. */
+  function pidsOf(replicaId: string): Set<number> {
+    const pids = new Set<number>();
+    for (const s of controller.statuses) if (s.value.replicaId === replicaId && s.value.pid !== undefined) pids.add(s.value.pid);
+    for (const pid of pids) engines.add(pid);
+    return pids;
+  }
+
+  it(
+    'StartReplica: starting then ready on the reported port; a repeated StartReplica starts nothing; StopReplica leaves nothing behind',
+    async () => {
+      await startAgent(home, [controller.address]);
+      await waitFor(() => controller.registers.length === 1, { deadlineMs: 60_000, message: 'Register' });
+
+      // Two StartReplica back to back (a controller retrying): one engine.
+      const firstId = controller.send(startReplica());
+      const secondId = controller.send(startReplica());
+      expect(await controller.result(firstId)).toMatchObject({ ok: true, message: expect.stringMatching(/^starting replica r-1 on port \d+$/) });
+      expect(await controller.result(secondId)).toMatchObject({ ok: true, message: expect.stringMatching(/already (being started|supervised)/) });
+      const starting = await controller.status('r-1', (s) => s.state === STARTING && s.pid !== undefined);
+      const ready = await controller.status('r-1', (s) => s.state === READY);
+      engines.add(ready.pid);
+      expect(ready.pid).toBe(starting.pid);
+      expect(ready.port).toBeGreaterThan(0);
+      expect(ready.restarts).toBe(0);
+      const pid = ready.pid as number;
+
+      // The engine really serves there, with the model name the controller asked for.
+      const health = await fetch(`http://127.0.0.1:${ready.port}/health`);
+      expect(health.status).toBe(200);
+      const models = (await (await fetch(`http://127.0.0.1:${ready.port}/v1/models`)).json()) as { data: { id: string }[] };
+      expect(models.data.map((m) => m.id)).toContain('tiny');
+      // It leads its own process group (so stop reaches whatever it starts), with its output in a log file.
+      expect(readProcStat(pid)?.pgrp).toBe(pid);
+      expect(readFileSync(join(home.stateDir, 'logs', 'r-1.log'), 'utf8')).toContain('sim-engine listening');
+      const record = JSON.parse(readFileSync(join(home.stateDir, 'engines', 'r-1.json'), 'utf8'));
+      expect(record.process).toMatchObject({ pid, startTime: readProcStat(pid)?.startTime });
+      // Heartbeats carry it.
+      await waitFor(() => controller.heartbeats.some((h) => h.value.replicas.some((r) => r.replicaId === 'r-1' && r.state === READY && r.pid === pid)), {
+        message: 'a heartbeat listing r-1 as ready',
+      });
+
+      // Idempotent: the same StartReplica again reports the state, starts no second engine.
+      const seen = controller.statuses.length;
+      const again = await controller.result(controller.send(startReplica()));
+      expect(again.ok).toBe(true);
+      expect(again.message).toMatch(/already supervised \(ready\)/);
+      const reported = await controller.status('r-1', (s) => s.state === READY, { since: seen });
+      expect(reported.pid).toBe(pid);
+      expect(pidsOf('r-1')).toEqual(new Set([pid]));
+
+      // Stop: SIGTERM, clean exit, nothing left: process, group, record, port.
+      const stopped = await controller.result(controller.send({ $case: 'stopReplica', value: { commandId: '', replicaId: 'r-1', graceMs: 5_000 } }));
+      expect(stopped).toMatchObject({ ok: true, message: 'replica r-1 stopped' });
+      await controller.status('r-1', (s) => s.state === STOPPED);
+      expect(processExists(pid)).toBe(false);
+      expect(groupAlive(pid)).toBe(false);
+      expect(existsSync(join(home.stateDir, 'engines', 'r-1.json'))).toBe(false);
+      await expect(fetch(`http://127.0.0.1:${ready.port}/health`)).rejects.toThrow();
+      expect(readFileSync(join(home.stateDir, 'logs', 'r-1.log'), 'utf8')).toContain('sim-engine stopping (SIGTERM)');
+    },
+    TIMEOUT,
+  );
+
+  it(
+    'a crashed engine is reported failed with how it ended and its last log lines, then restarted',
+    async () => {
+      await startAgent(home, [controller.address]);
+      await waitFor(() => controller.registers.length === 1, { deadlineMs: 60_000, message: 'Register' });
+      controller.send(startReplica());
+      const first = await controller.status('r-1', (s) => s.state === READY);
+      engines.add(first.pid);
+
+      const seen = controller.statuses.length;
+      process.kill(first.pid as number, 'SIGKILL');
+      const failed = await controller.status('r-1', (s) => s.state === FAILED, { since: seen });
+      expect(failed.signal).toBe('SIGKILL');
+      expect(failed.exitCode).toBeUndefined();
+      expect(failed.reason).toMatch(/^engine was killed by SIGKILL; restart 1\/2 in 300 ms$/);
+      expect(failed.lastLogLines.join('\n')).toContain('sim-engine ready');
+      const back = await controller.status('r-1', (s) => s.state === READY, { since: seen });
+      engines.add(back.pid);
+      expect(back.pid).not.toBe(first.pid);
+      expect(back.restarts).toBe(1);
+      expect(back.port).toBe(first.port);
+      expect((await fetch(`http://127.0.0.1:${back.port}/health`)).status).toBe(200);
+    },
+    TIMEOUT,
+  );
+
+  it(
+    'an engine that keeps crashing is restarted with doubling delays up to the limit, then stays failed',
+    async () => {
+      await startAgent(home, [controller.address]);
+      await waitFor(() => controller.registers.length === 1, { deadlineMs: 60_000, message: 'Register' });
+      controller.send(startReplica({ engineArgs: ['--no-such-flag'] }));
+
+      const failures = await waitFor(
+        () => {
+          const f = controller.statuses.filter((s) => s.value.replicaId === 'r-1' && s.value.state === FAILED);
+          return f.length >= 3 ? f : undefined;
+        },
+        { deadlineMs: 90_000, message: 'three failures' },
+      );
+      pidsOf('r-1');
+      const reasons = failures.map((f) => f.value.reason);
+      expect(reasons[0]).toMatch(/^engine exited with code 2; restart 1\/2 in 300 ms$/);
+      expect(reasons[1]).toMatch(/^engine exited with code 2; restart 2\/2 in 600 ms$/);
+      expect(reasons[2]).toMatch(/^engine exited with code 2; gave up after 2 restart\(s\)$/);
+      for (const f of failures) {
+        expect(f.value.exitCode).toBe(2);
+        expect(f.value.lastLogLines.join('\n')).toContain('unknown flag --no-such-flag');
+      }
+      expect(failures.map((f) => f.value.restarts)).toEqual([0, 1, 2]);
+      // The announced delays are really waited.
+      expect(failures[1].at - failures[0].at).toBeGreaterThanOrEqual(300);
+      expect(failures[2].at - failures[1].at).toBeGreaterThanOrEqual(600);
+
+      // Then it stays failed: several heartbeats later, no new attempt.
+      const count = controller.statuses.length;
+      const beats = controller.heartbeats.length;
+      await waitFor(() => controller.heartbeats.length >= beats + 5, { deadlineMs: 30_000, message: 'five more heartbeats' });
+      expect(controller.statuses.length).toBe(count);
+      const last = controller.heartbeats[controller.heartbeats.length - 1].value.replicas.find((r) => r.replicaId === 'r-1');
+      expect(last).toMatchObject({ state: FAILED, restarts: 2 });
+      expect(last?.pid).toBeUndefined();
+      expect(last?.reason).toMatch(/gave up/);
+    },
+    TIMEOUT,
+  );
+
+  it(
+    'kill -9 of the agent leaves the engine running; the next agent re-adopts it (same pid, not restarted) and reports it in Register',
+    async () => {
+      const env = { LLMGW_AGENT_FAKE_GPUS: '1xL4-24GB' };
+      const first = await startAgent(home, [controller.address], env);
+      await waitFor(() => controller.registers.length === 1, { deadlineMs: 60_000, message: 'Register' });
+      // vLLM flavour: refuses connections while it "loads" for a second.
+      controller.send(startReplica({ replicaId: 'r-v', engine: EngineKind.ENGINE_KIND_VLLM, gpuIndices: [0], engineArgs: ['--load-seconds', '1'] }));
+      const ready = await controller.status('r-v', (s) => s.state === READY);
+      engines.add(ready.pid);
+      const pid = ready.pid as number;
+      const startTime = readProcStat(pid)?.startTime;
+      expect(startTime).toBeDefined();
+
+      await first.kill9();
+      expect(processExists(pid)).toBe(true);
+      expect((await fetch(`http://127.0.0.1:${ready.port}/health`)).status).toBe(200);
+
+      const seen = controller.statuses.length;
+      await startAgent(home, [controller.address], env);
+      const register = await waitFor(() => controller.registers[1]?.value, { deadlineMs: 60_000, message: 'second Register' });
+      expect(register.replicas).toEqual([
+        expect.objectContaining({ replicaId: 'r-v', model: 'tiny', engine: EngineKind.ENGINE_KIND_VLLM, state: READY, pid, port: ready.port, gpuIndices: [0], restarts: 0 }),
+      ]);
+      // The very same process: pid and start time unchanged, never a new engine.
+      expect(readProcStat(pid)?.startTime).toBe(startTime);
+      expect(pidsOf('r-v')).toEqual(new Set([pid]));
+      expect(controller.statuses.slice(seen).some((s) => s.value.state === STARTING && s.value.pid !== pid)).toBe(false);
+
+      // A StartReplica for it now is answered, not acted on.
+      const again = await controller.result(controller.send(startReplica({ replicaId: 'r-v', engine: EngineKind.ENGINE_KIND_VLLM, gpuIndices: [0], engineArgs: ['--load-seconds', '1'] })));
+      expect(again.message).toMatch(/already supervised \(ready\)/);
+
+      // The adopted engine is still supervised: a crash is noticed by polling and restarted.
+      const before = controller.statuses.length;
+      process.kill(pid, 'SIGKILL');
+      const failed = await controller.status('r-v', (s) => s.state === FAILED, { since: before });
+      expect(failed.reason).toMatch(/status unknown/);
+      const back = await controller.status('r-v', (s) => s.state === READY, { since: before });
+      engines.add(back.pid);
+      expect(back.pid).not.toBe(pid);
+
+      // And stopping it through the new agent is clean.
+      const stopped = await controller.result(controller.send({ $case: 'stopReplica', value: { commandId: '', replicaId: 'r-v' } }));
+      expect(stopped.ok).toBe(true);
+      expect(processExists(back.pid as number)).toBe(false);
+    },
+    TIMEOUT,
+  );
+
+  it(
+    'fetches weights over the stream, starts a replica on them, and refuses to collect them while in use',
+    async () => {
+      const body = Buffer.alloc(200_000, 7);
+      const server = await serve(body);
+      try {
+        const source = `http://127.0.0.1:${(server.address() as AddressInfo).port}/models/tiny.gguf`;
+        const name = cacheName(source) as string;
+        await startAgent(home, [controller.address]);
+        await waitFor(() => controller.registers.length === 1, { deadlineMs: 60_000, message: 'Register' });
+
+        const fetched = await controller.result(
+          controller.send({ $case: 'fetchWeights', value: { commandId: '', source, cacheName: name, sizeBytes: body.length, sha256: sha256(body) } }),
+        );
+        expect(fetched.ok, fetched.message).toBe(true);
+        expect(readFileSync(join(home.cacheDir, name)).equals(body)).toBe(true);
+
+        controller.send(startReplica({ replicaId: 'r-w', weightsSource: source, cacheName: name }));
+        const ready = await controller.status('r-w', (s) => s.state === READY);
+        engines.add(ready.pid);
+
+        const inUse = await controller.result(controller.send({ $case: 'collectWeights', value: { commandId: '', paths: [name, '../etc'] } }));
+        expect(inUse.paths).toEqual([
+          { path: name, outcome: CollectOutcome.COLLECT_OUTCOME_REFUSED, reason: `${name} is in use by replica r-w` },
+          expect.objectContaining({ path: '../etc', outcome: CollectOutcome.COLLECT_OUTCOME_REFUSED }),
+        ]);
+        expect(existsSync(join(home.cacheDir, name))).toBe(true);
+
+        await controller.result(controller.send({ $case: 'stopReplica', value: { commandId: '', replicaId: 'r-w', graceMs: 5_000 } }));
+        const collected = await controller.result(controller.send({ $case: 'collectWeights', value: { commandId: '', paths: [join(home.cacheDir, name)] } }));
+        expect(collected).toMatchObject({ ok: true, paths: [{ outcome: CollectOutcome.COLLECT_OUTCOME_REMOVED, reason: '' }] });
+        expect(existsSync(join(home.cacheDir, name))).toBe(false);
+
+        // Weights not fetched yet: the replica fetches them first, reporting progress, then starts.
+        const other = `http://127.0.0.1:${(server.address() as AddressInfo).port}/models/other.gguf`;
+        controller.send(startReplica({ replicaId: 'r-f', weightsSource: other, cacheName: cacheName(other) as string }));
+        const fetching = await controller.status('r-f', (s) => s.state === ReplicaState.REPLICA_STATE_FETCHING && s.fetchedBytes === body.length);
+        expect(fetching.fetchTotalBytes).toBe(body.length);
+        const readyAfterFetch = await controller.status('r-f', (s) => s.state === READY);
+        engines.add(readyAfterFetch.pid);
+        expect(readFileSync(join(home.cacheDir, cacheName(other) as string)).equals(body)).toBe(true);
+      } finally {
+        server.close();
+      }
+    },
+    TIMEOUT,
+  );
+});
+
+function sha256(data: Buffer): string {
+  return createHash('sha256').update(data).digest('hex');
+}
+
+function serve(body: Buffer): Promise<Server> {
+  const server = createServer((_req, res) => {
+    res.writeHead(200, { 'content-length': body.length });
+    res.end(body);
+  });
+  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(server)));
+}

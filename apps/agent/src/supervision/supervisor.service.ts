@@ -1,0 +1,179 @@
+import { DomainError, ErrorCode } from '@llmgw/domain';
+import { errorMessage, type AgentLogger } from '../runtime/agent.logger';
+import type { EngineRecordRepository } from '../state/engine-record.repository';
+import { planReplicaLaunch } from './engine-launch.planner';
+import { pickFreePort } from './free-port.picker';
+import { isValidReplicaId, type ReplicaSnapshot, type ReplicaSpec, type ReplicaStatusEvent } from './replica.model';
+import { ReplicaSupervisor, type SupervisionSettings, type WeightsProvider } from './replica.supervisor';
+
+export interface SupervisorDeps {
+  readonly records: EngineRecordRepository;
+  readonly weights: WeightsProvider;
+  readonly logger: AgentLogger;
+  /** Wall clock, ms since the epoch. */
+  readonly now: () => number;
+  /** Picks a port for an engine whose request names none. */
+  readonly pickPort?: (host: string) => Promise<number>;
+}
+
+/** The answer to one command, as CommandResult carries it. */
+export interface CommandOutcome {
+  readonly ok: boolean;
+  readonly message: string;
+}
+
+/**
+ * Every replica this node supervises, keyed by replica id. Commands are idempotent: starting a
+ * replica that is already supervised reports its state instead of starting a second engine;
+ * stopping one that is not supervised reports `stopped`. Status changes go to the listener set
+ * with `onStatus`.
+ */
+export class SupervisorService {
+  private readonly replicas = new Map<string, ReplicaSupervisor>();
+  /** Replica ids between "not supervised yet" and "created": a second StartReplica must not slip in. */
+  private readonly creating = new Set<string>();
+  private listener: (event: ReplicaStatusEvent) => void = () => undefined;
+  private logTimer: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly settings: SupervisionSettings,
+    private readonly deps: SupervisorDeps,
+    /** How often engine logs are checked for rotation, ms. */
+    private readonly logCheckMs = 5_000,
+  ) {}
+
+  /** Where replica status changes go (the controller stream). */
+  onStatus(listener: (event: ReplicaStatusEvent) => void): void {
+    this.listener = listener;
+  }
+
+  /**
+   * Re-adopts what an earlier agent process left running (from the state directory) and starts
+   * the log rotation timer. Resolves once every record has been looked at, so the first Register
+   * already lists the adopted engines.
+   */
+  async init(): Promise<void> {
+    const { records, problems } = this.deps.records.list();
+    for (const p of problems) this.deps.logger.warn({ file: p.file, problem: p.message }, 'engine record ignored');
+    await Promise.all(
+      records.map(async (record) => {
+        const launch = { plan: record.plan, weightsPath: record.weightsPath, cached: record.cached };
+        const replica = this.create(record.spec, launch, record.restarts);
+        try {
+          await replica.adopt(record);
+        } catch (error) {
+          this.deps.logger.error({ replicaId: record.spec.replicaId, err: errorMessage(error) }, 'cannot re-adopt engine');
+        }
+      }),
+    );
+    this.logTimer = setInterval(() => this.rotateLogs(), this.logCheckMs);
+    this.logTimer.unref();
+  }
+
+  /** Every supervised replica as it stands (Register and Heartbeat). */
+  snapshots(): ReplicaSnapshot[] {
+    return [...this.replicas.values()].map((r) => r.snapshot());
+  }
+
+  /** Absolute paths of the weights replicas on this node use (never collected). */
+  weightsInUse(): Map<string, string> {
+    const inUse = new Map<string, string>();
+    for (const r of this.replicas.values()) inUse.set(r.launch.weightsPath, r.spec.replicaId);
+    return inUse;
+  }
+
+  /** Handles StartReplica. Refuses a request it cannot launch with every problem; never starts a replica twice. */
+  async start(spec: ReplicaSpec): Promise<CommandOutcome> {
+    if (!isValidReplicaId(spec.replicaId)) {
+      return { ok: false, message: `replica id ${JSON.stringify(spec.replicaId)} is not valid: 1..128 of [A-Za-z0-9._-], starting with a letter or digit` };
+    }
+    const existing = this.replicas.get(spec.replicaId);
+    if (existing) {
+      if (existing.isStopping) return { ok: false, message: `replica ${spec.replicaId} is being stopped; ask again once it is stopped` };
+      const conflict = differs(existing.spec, spec);
+      if (conflict) return { ok: false, message: `replica ${spec.replicaId} already runs here with another ${conflict}; stop it first` };
+      if (existing.hasGivenUp) {
+        existing.begin();
+        return { ok: true, message: `replica ${spec.replicaId} had failed; starting it again` };
+      }
+      existing.reportCurrent();
+      return { ok: true, message: `replica ${spec.replicaId} is already supervised (${existing.state})` };
+    }
+    if (this.creating.has(spec.replicaId)) return { ok: true, message: `replica ${spec.replicaId} is already being started` };
+    let replica: ReplicaSupervisor;
+    this.creating.add(spec.replicaId);
+    try {
+      const port = spec.port ?? (await (this.deps.pickPort ?? pickFreePort)(this.settings.launch.engineHost));
+      replica = this.create(spec, planReplicaLaunch(spec, port, this.settings.launch), 0);
+    } catch (error) {
+      const message = error instanceof DomainError && error.code === ErrorCode.InvalidArgument ? error.message : `cannot start: ${errorMessage(error)}`;
+      this.deps.logger.warn({ replicaId: spec.replicaId, err: message }, 'StartReplica refused');
+      return { ok: false, message };
+    } finally {
+      this.creating.delete(spec.replicaId);
+    }
+    replica.begin();
+    return { ok: true, message: `starting replica ${spec.replicaId} on port ${replica.snapshot().port ?? '-'}` };
+  }
+
+  /** Handles StopReplica: resolves once the engine is gone. A replica not supervised counts as stopped. */
+  async stop(replicaId: string, graceMs?: number): Promise<CommandOutcome> {
+    const replica = this.replicas.get(replicaId);
+    if (!replica) {
+      this.listener({ replicaId, state: 'stopped', restarts: 0, lastLogLines: [], reason: 'not supervised on this node' });
+      return { ok: true, message: `replica ${replicaId} is not supervised here` };
+    }
+    try {
+      await replica.stop(graceMs);
+    } catch (error) {
+      return { ok: false, message: errorMessage(error) };
+    }
+    this.replicas.delete(replicaId);
+    return { ok: true, message: `replica ${replicaId} stopped` };
+  }
+
+  /** The agent is exiting: stop watching, leave every engine running for the next agent process. */
+  shutdown(): void {
+    if (this.logTimer) clearInterval(this.logTimer);
+    for (const r of this.replicas.values()) r.detach();
+  }
+
+  /** Checks every engine log against the size bound now. */
+  rotateLogs(): void {
+    for (const r of this.replicas.values()) {
+      try {
+        r.log.rotateIfNeeded();
+      } catch (error) {
+        this.deps.logger.warn({ replicaId: r.spec.replicaId, err: errorMessage(error) }, 'engine log rotation failed');
+      }
+    }
+  }
+
+  /** One replica's supervisor, for tests and diagnostics. */
+  get(replicaId: string): ReplicaSupervisor | undefined {
+    return this.replicas.get(replicaId);
+  }
+
+  private create(spec: ReplicaSpec, launch: ReplicaSupervisor['launch'], restarts: number): ReplicaSupervisor {
+    const replica = new ReplicaSupervisor(
+      spec,
+      launch,
+      this.settings,
+      { records: this.deps.records, weights: this.deps.weights, logger: this.deps.logger, now: this.deps.now, emit: (e) => this.listener(e) },
+      restarts,
+    );
+    this.replicas.set(spec.replicaId, replica);
+    return replica;
+  }
+}
+
+/** The first field that makes `next` a different replica than `current`, if any. */
+function differs(current: ReplicaSpec, next: ReplicaSpec): string | undefined {
+  if (current.model !== next.model) return `model (${current.model})`;
+  if (current.engine !== next.engine) return `engine (${current.engine})`;
+  if (current.weightsSource !== next.weightsSource) return `weights source (${current.weightsSource})`;
+  if (current.gpuIndices.join(',') !== next.gpuIndices.join(',')) return `GPU set (${current.gpuIndices.join(',') || 'none'})`;
+  if (current.rank !== next.rank) return `rank (${current.rank})`;
+  if (next.port !== undefined && current.port !== undefined && current.port !== next.port) return `port (${current.port})`;
+  return undefined;
+}
