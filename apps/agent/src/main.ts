@@ -1,10 +1,12 @@
 // llmgw-agent: `llmgw-agent` serves until SIGTERM/SIGINT; `llmgw-agent discover ...` runs the
 // hardware discovery command (apps/agent/src/discovery) instead. Wiring only.
 import 'reflect-metadata';
-import { loadConfigOrExit } from '@llmgw/config';
+import { loadConfig, loadConfigOrExit } from '@llmgw/config';
 import { createLogger, createMetricsRegistry, runMain, serveHttpApp } from '@llmgw/observability';
+import { z } from 'zod';
 import { agentConfigSchema } from './config/agent.config';
 import { AgentModule } from './agent.module';
+import { JOIN_REJECTED_EXIT_CODE } from './connection/controller.connection';
 
 const NAME = 'llmgw-agent';
 const DISCOVER_COMMAND = './discovery/discover.command';
@@ -17,9 +19,18 @@ async function serve(): Promise<void> {
   const config = loadConfigOrExit(NAME, agentConfigSchema);
   const logger = createLogger({ name: NAME, level: config.logLevel });
   const registry = createMetricsRegistry();
+  // What engines may inherit (filtered by LLMGW_AGENT_ENGINE_ENV); read through libs/config like every setting.
+  const inheritedEnv = loadConfig(z.preprocess((raw) => ({ ...(raw as object) }), z.record(z.string(), z.string().optional())));
+  const onFatal = (error: Error): void => {
+    logger.fatal({ err: error.message }, 'stopping: the controller refused this agent');
+    logger.flush();
+    process.stderr.write(`${NAME}: ${error.message}\n`);
+    // A distinct status the systemd unit does not restart on (RestartPreventExitStatus).
+    setTimeout(() => process.exit(JOIN_REJECTED_EXIT_CODE), 50);
+  };
   await serveHttpApp({
     name: NAME,
-    module: AgentModule.forRoot({ config, logger, registry }),
+    module: AgentModule.forRoot({ config, logger, registry, inheritedEnv, onFatal }),
     host: config.host,
     port: config.port,
     logger,

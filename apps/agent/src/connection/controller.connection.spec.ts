@@ -1,0 +1,94 @@
+// ControllerConnection in process against fake controllers over real gRPC: the reconnect
+// schedule (what delay follows what), a controller that never answers, and the stream protocol.
+import { SeededRng, waitFor } from '@llmgw/testing';
+import type { Heartbeat, Register } from '@llmgw/proto';
+import { afterEach, describe, expect, it } from 'vitest';
+import { SILENT_LOGGER } from '../runtime/agent.logger';
+import { FakeController } from '../runtime/test/fake-controller.harness';
+import { ControllerConnection, type AgentSession, type ConnectionSettings, type ControllerCommand, type Timers } from './controller.connection';
+
+const REGISTER: Register = { nodeId: 'n-1', address: '127.0.0.1', labels: {}, gpus: [], cpuCores: 2, memoryBytes: 1, replicas: [], agentVersion: '' };
+
+class StubSession implements AgentSession {
+  readonly commands: ControllerCommand[] = [];
+  async register(): Promise<Register> {
+    return REGISTER;
+  }
+  async heartbeat(): Promise<Heartbeat> {
+    return { gpus: [], replicas: [] };
+  }
+  handle(command: ControllerCommand): void {
+    this.commands.push(command);
+  }
+}
+
+/** Real timers, with every reconnect delay recorded (heartbeat and welcome timers pass through). */
+class RecordingTimers implements Timers {
+  readonly delays: number[] = [];
+  setTimeout(fn: () => void, ms: number): NodeJS.Timeout {
+    this.delays.push(ms);
+    return setTimeout(fn, ms);
+  }
+  clearTimeout(t: NodeJS.Timeout | undefined): void {
+    clearTimeout(t);
+  }
+}
+
+describe('ControllerConnection (in process, real gRPC)', () => {
+  const controllers: FakeController[] = [];
+  const connections: ControllerConnection[] = [];
+  afterEach(async () => {
+    connections.splice(0).forEach((c) => c.stop());
+    await Promise.all(controllers.splice(0).map((c) => c.stop()));
+  });
+
+  function connect(settings: Partial<ConnectionSettings> & Pick<ConnectionSettings, 'controllers'>, timers?: Timers, session = new StubSession()): ControllerConnection {
+    const connection = new ControllerConnection(
+      { reconnect: { minMs: 40, maxMs: 400 }, defaultHeartbeatMs: 1_000, welcomeTimeoutMs: 5_000, ...settings },
+      { session, logger: SILENT_LOGGER, rng: new SeededRng(1), ...(timers && { timers }), onFatal: () => undefined },
+    );
+    connections.push(connection);
+    connection.start();
+    return connection;
+  }
+
+  it('two standbys naming each other: the first redirect is followed at once, the next ones back off', async () => {
+    const a = await FakeController.start({ kind: 'not-leader' });
+    const b = await FakeController.start({ kind: 'not-leader', leaderAddress: a.address });
+    a.mode = { kind: 'not-leader', leaderAddress: b.address };
+    controllers.push(a, b);
+    const timers = new RecordingTimers();
+    connect({ controllers: [a.address] }, timers);
+    await waitFor(() => a.registers.length + b.registers.length >= 5, { deadlineMs: 20_000, message: 'five Registers' });
+    // Reconnect delays only: welcome timers are 5000.
+    const reconnects = timers.delays.filter((d) => d !== 5_000);
+    expect(reconnects[0]).toBe(0);
+    expect(reconnects.slice(1, 4).every((d) => d >= 20)).toBe(true);
+    expect(reconnects[2]).toBeGreaterThanOrEqual(reconnects[1] / 2);
+  });
+
+  it('a controller that accepts the stream but never welcomes is dropped after the timeout and the next one tried', async () => {
+    const silent = await FakeController.start({ kind: 'silent' });
+    const leader = await FakeController.start({ kind: 'leader', heartbeatIntervalMs: 100 });
+    controllers.push(silent, leader);
+    const connection = connect({ controllers: [silent.address, leader.address], welcomeTimeoutMs: 300 });
+    await waitFor(() => leader.heartbeats.length >= 2, { deadlineMs: 20_000, message: 'heartbeats at the leader' });
+    expect(silent.registers).toHaveLength(1);
+    expect(connection.connected).toBe(true);
+  });
+
+  it('commands are handed to the session; a lost leader is reconnected to and registered with again', async () => {
+    const leader = await FakeController.start({ kind: 'leader', heartbeatIntervalMs: 100 });
+    controllers.push(leader);
+    const session = new StubSession();
+    connect({ controllers: [leader.address] }, undefined, session);
+    await waitFor(() => leader.registers.length === 1, { deadlineMs: 10_000, message: 'Register' });
+    leader.send({ $case: 'stopReplica', value: { commandId: '', replicaId: 'r-1' } });
+    await waitFor(() => session.commands.length === 1, { message: 'command handled' });
+    expect(session.commands[0]).toMatchObject({ $case: 'stopReplica', value: { replicaId: 'r-1', commandId: 'cmd-1' } });
+
+    // The controller ends every stream it holds; the agent comes back with a fresh Register.
+    leader.dropStreams();
+    await waitFor(() => leader.registers.length === 2, { deadlineMs: 10_000, message: 'second Register' });
+  });
+});

@@ -1,0 +1,271 @@
+import { credentials, Metadata, status, type ClientDuplexStream, type StatusObject } from '@grpc/grpc-js';
+import type { Rng } from '@llmgw/domain';
+import { AgentServiceClient, type ConnectRequest, type ConnectResponse, type Heartbeat, type Register } from '@llmgw/proto';
+import { errorMessage, type AgentLogger } from '../runtime/agent.logger';
+import { reconnectDelay, type BackoffBounds } from './reconnect.backoff';
+
+/** How the agent reaches its controllers. Times in ms. */
+export interface ConnectionSettings {
+  /** Controller addresses (`host:port`), tried in turn. */
+  readonly controllers: readonly string[];
+  /** Sent as `authorization: Bearer <token>` call metadata. */
+  readonly joinToken?: string;
+  readonly reconnect: BackoffBounds;
+  /** Heartbeat interval when a Welcome names none. */
+  readonly defaultHeartbeatMs: number;
+  /** A stream that brings neither Welcome nor NotLeader within this long is dropped and retried. */
+  readonly welcomeTimeoutMs: number;
+}
+
+/** A command from the controller: every ConnectResponse that is not Welcome or NotLeader. */
+export type ControllerCommand = Exclude<NonNullable<ConnectResponse['payload']>, { $case: 'welcome' } | { $case: 'notLeader' }>;
+
+/** What the connection asks of the rest of the agent. */
+export interface AgentSession {
+  /** The Register message for a new stream (hardware, replicas, cache). */
+  register(): Promise<Register>;
+  /** The next Heartbeat on a stream; `stream` keeps per-stream state (the last cache listing sent). */
+  heartbeat(stream: StreamState): Promise<Heartbeat>;
+  /** Runs one command; results go out through the connection's `send`. */
+  handle(command: ControllerCommand): void;
+}
+
+/** Per-stream memory the session may use (reset on every new stream). */
+export interface StreamState {
+  /** JSON of the cache entries last sent on this stream (Register or a heartbeat listing). */
+  lastListing?: string;
+}
+
+/** Timer functions, injectable for tests. */
+export interface Timers {
+  setTimeout(fn: () => void, ms: number): NodeJS.Timeout;
+  clearTimeout(timer: NodeJS.Timeout | undefined): void;
+}
+
+export interface ConnectionDeps {
+  readonly session: AgentSession;
+  readonly logger: AgentLogger;
+  readonly rng: Rng;
+  readonly timers?: Timers;
+  /** Makes a client for one address (default: insecure channel). */
+  readonly createClient?: (address: string) => AgentServiceClient;
+  /** The controller refused this agent (bad join token): the agent must stop, not retry. */
+  readonly onFatal: (error: JoinRejectedError) => void;
+  /** Connected to a leader (after Welcome) or lost it; for readiness. */
+  readonly onLeaderChange?: (connected: boolean, address?: string) => void;
+}
+
+/** Exit status of an agent a controller refused (EX_CONFIG): the systemd unit does not restart on it. */
+export const JOIN_REJECTED_EXIT_CODE = 78;
+
+/** A controller refused the join token (UNAUTHENTICATED or PERMISSION_DENIED). */
+export class JoinRejectedError extends Error {
+  constructor(
+    readonly address: string,
+    readonly grpcCode: number,
+    details: string,
+  ) {
+    super(
+      `controller ${address} rejected this agent (${status[grpcCode] ?? grpcCode}: ${details || 'no details'}); ` +
+        'check LLMGW_AGENT_JOIN_TOKEN — the agent stops instead of retrying with a token that will not work',
+    );
+    this.name = 'JoinRejectedError';
+  }
+}
+
+const KEEPALIVE_TIME_MS = 30_000;
+const KEEPALIVE_TIMEOUT_MS = 10_000;
+
+const REAL_TIMERS: Timers = {
+  setTimeout: (fn, ms) => setTimeout(fn, ms),
+  clearTimeout: (t) => clearTimeout(t),
+};
+
+/**
+ * The agent's end of `AgentService.Connect`. Connects to any controller in the list; a
+ * controller that answers NotLeader is followed to the leader it names (or the next address is
+ * tried); anything else that ends the stream is retried with jittered exponential backoff over
+ * the list. Each stream opens with Register, then sends a Heartbeat at the interval the Welcome
+ * names. A rejected join token stops the connection for good and calls `onFatal`.
+ */
+export class ControllerConnection {
+  private readonly timers: Timers;
+  private readonly clients = new Map<string, AgentServiceClient>();
+  private call: ClientDuplexStream<ConnectRequest, ConnectResponse> | undefined;
+  private welcomed = false;
+  private stopped = true;
+  private next = 0;
+  private redirect: string | undefined;
+  private failures = 0;
+  private reconnectTimer: NodeJS.Timeout | undefined;
+  private heartbeatTimer: NodeJS.Timeout | undefined;
+  private welcomeTimer: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly settings: ConnectionSettings,
+    private readonly deps: ConnectionDeps,
+  ) {
+    if (settings.controllers.length === 0) throw new Error('no controller addresses');
+    this.timers = deps.timers ?? REAL_TIMERS;
+  }
+
+  /** True while a leader has welcomed this agent on the current stream. */
+  get connected(): boolean {
+    return this.call !== undefined && this.welcomed;
+  }
+
+  start(): void {
+    if (!this.stopped) return;
+    this.stopped = false;
+    this.open();
+  }
+
+  /** Ends the stream and stops reconnecting. */
+  stop(): void {
+    this.stopped = true;
+    this.timers.clearTimeout(this.reconnectTimer);
+    this.timers.clearTimeout(this.heartbeatTimer);
+    this.timers.clearTimeout(this.welcomeTimer);
+    const call = this.call;
+    this.call = undefined;
+    if (call) {
+      call.end();
+      call.cancel();
+    }
+    for (const client of this.clients.values()) client.close();
+    this.clients.clear();
+  }
+
+  /** Sends a message on the current stream; false (dropped) when there is none. */
+  send(message: ConnectRequest): boolean {
+    const call = this.call;
+    if (!call) return false;
+    call.write(message);
+    return true;
+  }
+
+  private open(): void {
+    if (this.stopped) return;
+    const address = this.redirect ?? this.settings.controllers[this.next % this.settings.controllers.length];
+    this.redirect = undefined;
+    let client = this.clients.get(address);
+    if (!client) {
+      client = this.deps.createClient
+        ? this.deps.createClient(address)
+        : new AgentServiceClient(address, credentials.createInsecure(), {
+            // HTTP/2 pings find a controller that vanished without closing the connection (power
+            // loss, a partition); without them a dead stream looks like a quiet one.
+            'grpc.keepalive_time_ms': KEEPALIVE_TIME_MS,
+            'grpc.keepalive_timeout_ms': KEEPALIVE_TIMEOUT_MS,
+          });
+      this.clients.set(address, client);
+    }
+    const metadata = new Metadata();
+    if (this.settings.joinToken) metadata.set('authorization', `Bearer ${this.settings.joinToken}`);
+    const call = client.connect(metadata);
+    this.call = call;
+    this.welcomed = false;
+    const stream: StreamState = {};
+    let notLeader: { leaderAddress?: string } | undefined;
+    this.deps.logger.debug({ controller: address }, 'connecting to controller');
+
+    call.on('data', (message: ConnectResponse) => {
+      if (this.call !== call) return;
+      const payload = message.payload;
+      if (!payload) return;
+      switch (payload.$case) {
+        case 'welcome': {
+          this.timers.clearTimeout(this.welcomeTimer);
+          this.welcomed = true;
+          this.failures = 0;
+          const interval = payload.value.heartbeatIntervalMs > 0 ? payload.value.heartbeatIntervalMs : this.settings.defaultHeartbeatMs;
+          this.deps.logger.info({ controller: address, controllerId: payload.value.controllerId, heartbeatMs: interval }, 'connected to the leading controller');
+          this.deps.onLeaderChange?.(true, address);
+          this.scheduleHeartbeat(call, stream, interval, interval);
+          return;
+        }
+        case 'notLeader':
+          this.timers.clearTimeout(this.welcomeTimer);
+          notLeader = { ...(payload.value.leaderAddress !== undefined && payload.value.leaderAddress !== '' && { leaderAddress: payload.value.leaderAddress }) };
+          call.end();
+          return;
+        default:
+          if (!this.welcomed) this.deps.logger.warn({ controller: address, command: payload.$case }, 'command before Welcome; handling it anyway');
+          this.deps.session.handle(payload);
+      }
+    });
+    call.on('error', () => undefined); // every end, error or not, is handled once from 'status'
+    call.on('status', (s: StatusObject) => this.onEnd(call, address, s, notLeader));
+    this.welcomeTimer = this.timers.setTimeout(() => {
+      if (this.call !== call || this.welcomed) return;
+      this.deps.logger.warn({ controller: address, timeoutMs: this.settings.welcomeTimeoutMs }, 'no Welcome from the controller; reconnecting');
+      call.cancel();
+    }, this.settings.welcomeTimeoutMs);
+
+    // 1. Register first; the controller answers Welcome or NotLeader.
+    this.deps.session.register().then(
+      (register) => {
+        if (this.call === call) {
+          stream.lastListing = JSON.stringify(register.cache?.entries ?? []);
+          call.write({ payload: { $case: 'register', value: register } });
+        }
+      },
+      (error) => {
+        this.deps.logger.error({ err: errorMessage(error) }, 'cannot build Register; retrying');
+        if (this.call === call) call.cancel();
+      },
+    );
+  }
+
+  private onEnd(call: ClientDuplexStream<ConnectRequest, ConnectResponse>, address: string, s: StatusObject, notLeader: { leaderAddress?: string } | undefined): void {
+    if (this.call !== call) return;
+    this.call = undefined;
+    this.timers.clearTimeout(this.heartbeatTimer);
+    this.timers.clearTimeout(this.welcomeTimer);
+    const wasWelcomed = this.welcomed;
+    this.welcomed = false;
+    if (wasWelcomed) this.deps.onLeaderChange?.(false);
+    if (this.stopped) return;
+    if (s.code === status.UNAUTHENTICATED || s.code === status.PERMISSION_DENIED) {
+      const error = new JoinRejectedError(address, s.code, s.details);
+      this.deps.logger.error({ controller: address, code: status[s.code] }, error.message);
+      this.stop();
+      this.deps.onFatal(error);
+      return;
+    }
+    this.failures++;
+    let delay: number;
+    if (notLeader) {
+      if (notLeader.leaderAddress !== undefined && notLeader.leaderAddress !== address) this.redirect = notLeader.leaderAddress;
+      else this.next++;
+      // Follow a redirect at once; a second one in a row (two standbys pointing at each other) backs off.
+      delay = this.redirect !== undefined && this.failures === 1 ? 0 : reconnectDelay(this.failures, this.settings.reconnect, this.deps.rng);
+      this.deps.logger.info({ controller: address, leader: notLeader.leaderAddress ?? '-', delayMs: delay }, 'controller is not the leader');
+    } else {
+      this.next++;
+      delay = reconnectDelay(this.failures, this.settings.reconnect, this.deps.rng);
+      const level = wasWelcomed ? 'warn' : 'info';
+      this.deps.logger[level]({ controller: address, code: status[s.code] ?? s.code, details: s.details, delayMs: delay }, 'controller stream ended; reconnecting');
+    }
+    this.reconnectTimer = this.timers.setTimeout(() => this.open(), delay);
+  }
+
+  /** Heartbeats on a fixed cadence: the next is due `interval` after the previous was due. */
+  private scheduleHeartbeat(call: ClientDuplexStream<ConnectRequest, ConnectResponse>, stream: StreamState, interval: number, delay: number): void {
+    this.heartbeatTimer = this.timers.setTimeout(() => {
+      if (this.call !== call) return;
+      const due = performance.now();
+      this.deps.session.heartbeat(stream).then(
+        (heartbeat) => {
+          if (this.call !== call) return;
+          call.write({ payload: { $case: 'heartbeat', value: heartbeat } });
+          this.scheduleHeartbeat(call, stream, interval, Math.max(0, interval - (performance.now() - due)));
+        },
+        (error) => {
+          this.deps.logger.warn({ err: errorMessage(error) }, 'cannot build heartbeat');
+          if (this.call === call) this.scheduleHeartbeat(call, stream, interval, interval);
+        },
+      );
+    }, delay);
+  }
+}

@@ -1,0 +1,143 @@
+import { accessSync, constants, existsSync, mkdirSync } from 'node:fs';
+import { delimiter, dirname, join } from 'node:path';
+import { ControllerConnection, type JoinRejectedError } from '../connection/controller.connection';
+import { DiscoveryService, type DiscoveryOptions } from '../discovery/discovery.service';
+import { EngineRecordRepository } from '../state/engine-record.repository';
+import { loadOrCreateNodeId } from '../state/node-id.store';
+import type { ProgramPrefix } from '../supervision/engine-launch.planner';
+import { SupervisorService } from '../supervision/supervisor.service';
+import { FetchHttpClient, type HttpClient } from '../weights/http.client';
+import { WeightsCollector } from '../weights/weights.collector';
+import { WeightsFetcher } from '../weights/weights.fetcher';
+import type { AgentLogger } from './agent.logger';
+import { AgentRuntime } from './agent.runtime';
+import { pickEngineEnv, type RuntimeOptions } from './runtime.config';
+
+/** A logger that makes per-class children, like pino's. */
+export interface ContextLogger extends AgentLogger {
+  child(bindings: Record<string, unknown>): AgentLogger;
+}
+
+export interface CreateAgentRuntimeOptions {
+  readonly runtime: RuntimeOptions;
+  /** Discovery settings; the node id becomes the fake-GPU seed unless one is set. */
+  readonly discovery: DiscoveryOptions;
+  /** The agent's environment; engines get only what LLMGW_AGENT_ENGINE_ENV lets through. */
+  readonly inheritedEnv: Readonly<Record<string, string | undefined>>;
+  readonly logger: ContextLogger;
+  /** The controller refused this agent: stop the process with a non-zero status. */
+  readonly onFatal: (error: JoinRejectedError) => void;
+  readonly agentVersion?: string;
+  /** Test seam: the HTTP client weights are fetched with. */
+  readonly http?: HttpClient;
+}
+
+export interface CreatedAgentRuntime {
+  readonly runtime: AgentRuntime;
+  readonly nodeId: string;
+  readonly supervisor: SupervisorService;
+}
+
+/**
+ * Builds the agent from validated settings: its identity (node id kept in the state directory),
+ * the engine supervisor with what engines inherit, the weights fetcher and collector, discovery,
+ * and the controller connection. Nothing starts until `runtime.start()`.
+ */
+export function createAgentRuntime(options: CreateAgentRuntimeOptions): CreatedAgentRuntime {
+  const { runtime: o, logger } = options;
+  mkdirSync(o.stateDir, { recursive: true, mode: 0o750 });
+  const nodeId = o.nodeId ?? loadOrCreateNodeId(o.stateDir).nodeId;
+  const engineEnv = pickEngineEnv(options.inheritedEnv, o.engineEnvPassthrough);
+  const repo = findRepoRoot(__dirname);
+  const cacheDir = options.discovery.cacheDir;
+
+  const llamaServerBinary = o.llamaServerBinary ?? defaultLlamaServer(engineEnv.PATH, repo);
+  let simEngine: ProgramPrefix | undefined;
+  if (o.engineOverride === 'sim') {
+    if (!repo) throw new Error('LLMGW_AGENT_ENGINE_OVERRIDE=sim needs tools/sim-engine, which is not part of this installation');
+    simEngine = { command: process.execPath, args: [join(repo, 'tools', 'run.cjs'), join(repo, 'tools', 'sim-engine', 'src', 'main.ts')] };
+    logger.warn({ engineOverride: 'sim', simEngine: simEngine.args[1] }, 'SIMULATED ENGINES: every replica runs tools/sim-engine instead of vLLM or llama-server; nothing it answers comes from a model');
+  } else {
+    logger.info({ vllm: o.vllmBinary, llamaServer: llamaServerBinary }, 'engine programs');
+  }
+
+  const records = new EngineRecordRepository(o.stateDir);
+  const fetcher = new WeightsFetcher(
+    options.http ?? new FetchHttpClient(),
+    {
+      cacheDir,
+      hfEndpoint: o.hfEndpoint,
+      ...(o.hfToken !== undefined && { hfToken: o.hfToken }),
+      attempts: o.fetchAttempts,
+      retryDelayMs: 1_000,
+      stallTimeoutMs: o.fetchStallTimeoutMs,
+      progressIntervalMs: 1_000,
+    },
+    logger.child({ context: 'WeightsFetcher' }),
+  );
+  const supervisor = new SupervisorService(
+    {
+      readyTimeoutMs: o.readyTimeoutMs,
+      readyPollMs: 500,
+      restartLimit: o.restartLimit,
+      restartBackoffMs: o.restartBackoffMs,
+      restartBackoffMaxMs: o.restartBackoffMaxMs,
+      stableAfterMs: 10 * 60_000,
+      stopGraceMs: o.stopGraceMs,
+      livenessPollMs: 1_000,
+      logDir: join(o.stateDir, 'logs'),
+      logRotation: { maxBytes: o.logMaxBytes, files: o.logFiles },
+      engineEnv,
+      launch: { cacheDir, engineHost: o.engineHost, vllmBinary: o.vllmBinary, llamaServerBinary, ...(simEngine && { simEngine }) },
+    },
+    { records, weights: fetcher, logger: logger.child({ context: 'SupervisorService' }), now: () => Date.now() },
+  );
+  const collector = new WeightsCollector({
+    cacheDir,
+    inUse: () => supervisor.weightsInUse(),
+    active: () => fetcher.activeNames(),
+    logger: logger.child({ context: 'WeightsCollector' }),
+  });
+  const discovery = new DiscoveryService({ ...options.discovery, fakeGpuSeed: options.discovery.fakeGpuSeed ?? nodeId }, { logger: logger.child({ context: 'DiscoveryService' }) });
+  const runtime = new AgentRuntime({
+    identity: { nodeId, address: o.advertiseAddress, agentVersion: options.agentVersion ?? '' },
+    discovery,
+    supervisor,
+    fetcher,
+    collector,
+    logger: logger.child({ context: 'AgentRuntime' }),
+  });
+  const connection = new ControllerConnection(
+    { controllers: o.controllers, ...(o.joinToken !== undefined && { joinToken: o.joinToken }), reconnect: o.reconnect, defaultHeartbeatMs: 5_000, welcomeTimeoutMs: 30_000 },
+    { session: runtime, logger: logger.child({ context: 'ControllerConnection' }), rng: { next: () => Math.random() }, onFatal: options.onFatal },
+  );
+  runtime.attach(connection);
+  logger.info({ nodeId, address: o.advertiseAddress, stateDir: o.stateDir, cacheDir, controllers: o.controllers }, 'agent identity');
+  return { runtime, nodeId, supervisor };
+}
+
+/** The repository checkout this agent runs from (holding tools/run.cjs), if any. */
+function findRepoRoot(from: string): string | undefined {
+  let dir = from;
+  for (;;) {
+    if (existsSync(join(dir, 'tools', 'run.cjs'))) return dir;
+    const parent = dirname(dir);
+    if (parent === dir) return undefined;
+    dir = parent;
+  }
+}
+
+/** `llama-server` when PATH has one; else the bundled CPU engine when this checkout has it. */
+function defaultLlamaServer(path: string | undefined, repo: string | undefined): string {
+  for (const dir of (path ?? '').split(delimiter)) {
+    if (!dir) continue;
+    try {
+      accessSync(join(dir, 'llama-server'), constants.X_OK);
+      return 'llama-server';
+    } catch {
+      // not here
+    }
+  }
+  const bundled = repo ? join(repo, 'tools', 'llama-engine', 'bin', 'llama-server-node') : undefined;
+  return bundled && existsSync(bundled) ? bundled : 'llama-server';
+}

@@ -1,0 +1,82 @@
+import { ConfigError, loadConfig } from '@llmgw/config';
+import { describe, expect, it } from 'vitest';
+import { agentConfigSchema } from '../config/agent.config';
+import { pickEngineEnv } from './runtime.config';
+
+describe('agent runtime settings', () => {
+  it('defaults: state under the data directory, one local controller, engines bound where routers reach them', () => {
+    const config = loadConfig(agentConfigSchema, { LLMGW_DATA_DIR: '/var/lib/llmgw' });
+    expect(config.runtime).toMatchObject({
+      stateDir: '/var/lib/llmgw/agent',
+      controllers: ['127.0.0.1:8082'],
+      advertiseAddress: '127.0.0.1',
+      engineHost: '127.0.0.1',
+      restartLimit: 5,
+      hfEndpoint: 'https://huggingface.co',
+    });
+    expect(config.runtime.joinToken).toBeUndefined();
+    expect(config.runtime.engineOverride).toBeUndefined();
+  });
+
+  it('reads every setting it is given', () => {
+    const config = loadConfig(agentConfigSchema, {
+      LLMGW_AGENT_STATE_DIR: '/srv/agent',
+      LLMGW_AGENT_CONTROLLERS: 'ctl-a:8082, [fd00::1]:8082',
+      LLMGW_AGENT_JOIN_TOKEN: 'tok',
+      LLMGW_AGENT_ADVERTISE_ADDRESS: 'gpu-7.lan',
+      LLMGW_AGENT_ENGINE_HOST: '0.0.0.0',
+      LLMGW_AGENT_ENGINE_OVERRIDE: 'sim',
+      LLMGW_AGENT_RESTART_BACKOFF: '1s',
+      LLMGW_AGENT_RESTART_BACKOFF_MAX: '1m',
+      HF_ENDPOINT: 'http://mirror.lan:8080',
+      HF_TOKEN: 'hf_x',
+    });
+    expect(config.runtime).toMatchObject({
+      stateDir: '/srv/agent',
+      controllers: ['ctl-a:8082', '[fd00::1]:8082'],
+      joinToken: 'tok',
+      advertiseAddress: 'gpu-7.lan',
+      engineHost: '0.0.0.0',
+      engineOverride: 'sim',
+      restartBackoffMs: 1_000,
+      restartBackoffMaxMs: 60_000,
+      hfEndpoint: 'http://mirror.lan:8080',
+      hfToken: 'hf_x',
+    });
+  });
+
+  it('refuses bad values, naming every one, and never shows the token', () => {
+    let error: unknown;
+    try {
+      loadConfig(agentConfigSchema, {
+        LLMGW_AGENT_CONTROLLERS: 'ctl-a,ctl-b:99999',
+        LLMGW_AGENT_ADVERTISE_ADDRESS: '0.0.0.0',
+        LLMGW_AGENT_ENGINE_OVERRIDE: 'fake',
+        LLMGW_AGENT_NODE_ID: '../x',
+        HF_ENDPOINT: 'ftp://x',
+        LLMGW_AGENT_JOIN_TOKEN: 'super-secret',
+        LLMGW_AGENT_RESTART_LIMIT: '-1',
+      });
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    const message = (error as ConfigError).message;
+    for (const v of ['LLMGW_AGENT_CONTROLLERS', 'LLMGW_AGENT_ADVERTISE_ADDRESS', 'LLMGW_AGENT_ENGINE_OVERRIDE', 'LLMGW_AGENT_NODE_ID', 'HF_ENDPOINT', 'LLMGW_AGENT_RESTART_LIMIT']) {
+      expect(message).toContain(v);
+    }
+    expect(message).toContain('wildcard address routers cannot reach');
+    expect(message).not.toContain('super-secret');
+  });
+
+  it('refuses bounds that contradict each other', () => {
+    expect(() => loadConfig(agentConfigSchema, { LLMGW_AGENT_RECONNECT_MIN: '10s', LLMGW_AGENT_RECONNECT_MAX: '1s' })).toThrow(/LLMGW_AGENT_RECONNECT_MAX.*must not be shorter/);
+    expect(() => loadConfig(agentConfigSchema, { LLMGW_AGENT_RESTART_BACKOFF: '0' })).toThrow(/LLMGW_AGENT_RESTART_BACKOFF.*at least 1ms/);
+  });
+
+  it('engines inherit only the listed variables, and never the agent’s own LLMGW_* settings', () => {
+    const inherited = { PATH: '/usr/bin', HOME: '/root', LC_ALL: 'C', NCCL_DEBUG: 'INFO', LLMGW_AGENT_JOIN_TOKEN: 'secret', HF_TOKEN: 'hf', AWS_SECRET: 'x', EMPTY: undefined };
+    expect(pickEngineEnv(inherited, ['PATH', 'LC_*', 'NCCL_*', 'LLMGW_*'])).toEqual({ PATH: '/usr/bin', LC_ALL: 'C', NCCL_DEBUG: 'INFO' });
+    expect(pickEngineEnv(inherited, ['HF_TOKEN'])).toEqual({ HF_TOKEN: 'hf' });
+  });
+});
