@@ -1,0 +1,115 @@
+import type { Endpoint } from '@llmgw/domain';
+import { FakeClock } from '@llmgw/testing';
+import { describe, expect, it } from 'vitest';
+import { EndpointRegistry } from './endpoint.registry';
+import type { RoutingSnapshot } from './routing-snapshot';
+
+const ep = (replicaId: string, model = 'm', url = `http://10.0.0.1:${8000 + replicaId.length}`): Endpoint => ({
+  replicaId,
+  model,
+  url,
+  engine: 'vllm',
+  nodeId: 'n1',
+  suspect: false,
+});
+const snap = (revision: number, endpoints: Endpoint[], models = [{ name: 'm', aliases: ['alias'] }]): RoutingSnapshot => ({ revision, endpoints, models });
+
+function registry(clock = new FakeClock()): EndpointRegistry {
+  return new EndpointRegistry({ clock, breaker: { failureThreshold: 2, cooldownMs: 1_000 }, scrapeStaleAfterMs: 3_000 });
+}
+
+describe('EndpointRegistry', () => {
+  it('keeps the live state of an endpoint that survives a snapshot: in-flight, breaker, drain rate, scrape, last use', () => {
+    const clock = new FakeClock();
+    const r = registry(clock);
+    r.apply(snap(1, [ep('a'), ep('b')]), { resync: true });
+    const a = r.get('a');
+    if (a === undefined) throw new Error('a missing');
+    a.acquire(clock.now());
+    a.acquire(clock.now());
+    a.release('failure');
+    a.acquire(clock.now());
+    a.release('failure');
+    a.lastScrape = { load: { waiting: 3 }, at: clock.now() };
+    expect([a.inFlight, a.breaker.state]).toEqual([1, 'open']);
+
+    const result = r.apply(snap(2, [{ ...ep('a'), suspect: true }, ep('c')]), { resync: false });
+    expect(result).toMatchObject({ applied: true, added: ['c'], kept: ['a'], removed: ['b'] });
+    expect(r.get('a')).toBe(a);
+    expect([a.inFlight, a.breaker.state, a.lastScrape?.load, a.endpoint.suspect, a.removed]).toEqual([1, 'open', { waiting: 3 }, true, false]);
+  });
+
+  it('treats a changed URL or engine as a new endpoint', () => {
+    const r = registry();
+    r.apply(snap(1, [ep('a', 'm', 'http://h:1')]), { resync: true });
+    const old = r.get('a');
+    old?.acquire(1);
+    r.apply(snap(2, [ep('a', 'm', 'http://h:2')]), { resync: false });
+    expect(r.get('a')).not.toBe(old);
+    expect([old?.removed, r.get('a')?.inFlight]).toEqual([true, 0]);
+  });
+
+  it('takes no new requests on a removed endpoint, while its in-flight ones finish against the state they hold', () => {
+    const r = registry();
+    r.apply(snap(1, [ep('a'), ep('b')]), { resync: true });
+    const a = r.get('a');
+    a?.acquire(1);
+    r.apply(snap(2, [ep('b')]), { resync: false });
+    expect(r.endpointsFor('m').map((s) => s.id)).toEqual(['b']);
+    expect(a?.candidate(1).draining).toBe(true);
+    a?.release('success');
+    expect(a?.inFlight).toBe(0);
+  });
+
+  it('ignores a snapshot that is not newer, unless it starts a new stream (resync)', () => {
+    const r = registry();
+    r.apply(snap(5, [ep('a')]), { resync: true });
+    expect(r.apply(snap(4, [ep('b')]), { resync: false }).applied).toBe(false);
+    expect(r.apply(snap(5, [ep('b')]), { resync: false }).applied).toBe(false);
+    expect([...r.active()].map((s) => s.id)).toEqual(['a']);
+    expect(r.apply(snap(1, [ep('b')]), { resync: true })).toMatchObject({ applied: true, removed: ['a'], added: ['b'] });
+    expect(r.revision).toBe(1);
+  });
+
+  it('swaps the catalog view with the snapshot; aliases resolve to the canonical model', () => {
+    const r = registry();
+    const before = r.catalog;
+    r.apply(snap(1, [], [{ name: 'm', aliases: ['alias', 'x'] }, { name: 'x', aliases: [] }]), { resync: true });
+    expect(r.catalog).not.toBe(before);
+    expect(r.catalog.resolve('alias')?.name).toBe('m');
+    // A canonical name is never shadowed by another model's alias.
+    expect(r.catalog.resolve('x')?.name).toBe('x');
+    expect(r.catalog.listed.map((l) => l.id)).toEqual(['m', 'x', 'alias']);
+    expect(before.resolve('m')).toBeUndefined();
+  });
+
+  it('skips unusable endpoints without dropping the rest', () => {
+    const r = registry();
+    const result = r.apply(snap(1, [ep('a'), ep('a'), { ...ep('bad'), url: 'ftp://h/' }]), { resync: true });
+    expect(result.skipped.map((s) => s.replicaId)).toEqual(['a', 'bad']);
+    expect([...r.active()].map((s) => s.id)).toEqual(['a']);
+  });
+
+  it('reports last use only for replicas used since start, and a removed one once more', () => {
+    const clock = new FakeClock(1_000);
+    const r = registry(clock);
+    r.apply(snap(1, [ep('a'), ep('b'), ep('c')]), { resync: true });
+    expect(r.collectUsage()).toEqual(new Map());
+    r.get('a')?.acquire(2_000);
+    r.get('c')?.acquire(3_000);
+    r.apply(snap(2, [ep('a'), ep('b')]), { resync: false });
+    expect(r.collectUsage()).toEqual(new Map([['c', 3_000], ['a', 2_000]]));
+    expect(r.collectUsage()).toEqual(new Map([['a', 2_000]]));
+  });
+
+  it('judges a scrape by its age: a stale reading is unknown, never idle', () => {
+    const clock = new FakeClock(0);
+    const r = registry(clock);
+    r.apply(snap(1, [ep('a')]), { resync: true });
+    const a = r.get('a');
+    if (!a) throw new Error('missing');
+    a.lastScrape = { load: { waiting: 7 }, at: 0 };
+    expect(a.candidate(3_000).load).toEqual({ waiting: 7 });
+    expect(a.candidate(3_001).load).toBeUndefined();
+  });
+});

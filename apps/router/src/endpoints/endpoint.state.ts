@@ -1,0 +1,139 @@
+import type { Clock, Endpoint, EngineLoad, MetricMapping } from '@llmgw/domain';
+import { CircuitBreaker, DrainRate, type BreakerOptions, type BreakerTransition, type Candidate } from '@llmgw/routing';
+
+/** Where requests for an endpoint go, parsed once from its URL. */
+export interface EndpointTarget {
+  readonly hostname: string;
+  readonly port: number;
+  /** Path prefix of the engine's API without a trailing slash ('' for the root). */
+  readonly basePath: string;
+  /** `host:port` as sent in the Host header. */
+  readonly host: string;
+  /** `hostname:port`: names the engine's pool of connections. */
+  readonly key: string;
+}
+
+/** One successful scrape: the engine's load and when it was read (ms since epoch). */
+export interface ScrapeReading {
+  readonly load: EngineLoad;
+  readonly at: number;
+}
+
+/** A candidate the picker returns, carrying the live state it was built from. */
+export interface RoutedCandidate extends Candidate {
+  readonly state: EndpointState;
+}
+
+/** Parses an engine base URL (`http://host:port[/prefix]`); throws with the reason when it is not one. */
+export function parseTarget(url: string): EndpointTarget {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw new Error(`not an absolute URL: ${JSON.stringify(url)}`);
+  }
+  if (parsed.protocol !== 'http:') throw new Error(`only http:// engine URLs are supported, got ${JSON.stringify(url)}`);
+  if (parsed.search !== '' || parsed.hash !== '') throw new Error(`engine URL must not carry a query or fragment: ${JSON.stringify(url)}`);
+  const port = parsed.port === '' ? 80 : Number(parsed.port);
+  const hostname = parsed.hostname.startsWith('[') ? parsed.hostname.slice(1, -1) : parsed.hostname;
+  return { hostname, port, basePath: parsed.pathname.replace(/\/+$/, ''), host: parsed.host, key: `${hostname}:${port}` };
+}
+
+/** Options every endpoint's live state is built with. */
+export interface EndpointStateOptions {
+  readonly clock: Clock;
+  readonly breaker: BreakerOptions;
+  /** A scrape older than this (ms) is not used: the endpoint is judged by local in-flight only. */
+  readonly scrapeStaleAfterMs: number;
+  readonly onBreakerTransition?: (state: EndpointState, transition: BreakerTransition) => void;
+}
+
+/**
+ * The router's live knowledge of one endpoint: in-flight count, last use, breaker, drain rate
+ * and last scrape. Kept across snapshots for as long as the endpoint (same replica id, URL and
+ * engine) stays listed, so a replica that keeps serving never starts cold.
+ */
+export class EndpointState {
+  /** Requests this router sent and has not seen finish. */
+  inFlight = 0;
+  /** Last time a request was sent here (ms since epoch); undefined = not used since this router started. */
+  lastUsedAt: number | undefined;
+  /** Set when a snapshot no longer lists the endpoint: it takes no new requests; in-flight ones finish. */
+  removed = false;
+  readonly breaker: CircuitBreaker;
+  readonly drain: DrainRate;
+  /** Newest successful scrape; kept when later scrapes fail, but judged stale by age. */
+  lastScrape: ScrapeReading | undefined;
+  /** When the newest scrape attempt finished and whether it failed. */
+  lastScrapeError: string | undefined;
+  /** A scrape of this endpoint is running (never two at once). */
+  scraping = false;
+  /** Each scorer's value for this endpoint at its last choice (for /metrics). */
+  lastScores: Readonly<Record<string, number>> | undefined;
+  /** Canonical model names this endpoint serves. */
+  models: readonly string[];
+
+  constructor(
+    public endpoint: Endpoint,
+    readonly target: EndpointTarget,
+    public mapping: MetricMapping,
+    private readonly options: EndpointStateOptions,
+  ) {
+    this.models = [endpoint.model];
+    this.breaker = new CircuitBreaker(options.clock, options.breaker, (t) => options.onBreakerTransition?.(this, t));
+    this.drain = new DrainRate(options.clock);
+  }
+
+  get id(): string {
+    return this.endpoint.replicaId;
+  }
+
+  /** Takes the newer description of the same endpoint (suspect flag, mapping), keeping live state. */
+  update(endpoint: Endpoint, mapping: MetricMapping): void {
+    this.endpoint = endpoint;
+    this.mapping = mapping;
+    if (this.models[0] !== endpoint.model) this.models = [endpoint.model];
+  }
+
+  /** The engine load from a scrape no older than the stale bound, else undefined (unknown, never idle). */
+  freshLoad(now: number): EngineLoad | undefined {
+    const s = this.lastScrape;
+    return s !== undefined && now - s.at <= this.options.scrapeStaleAfterMs ? s.load : undefined;
+  }
+
+  /** What the picker sees of this endpoint now. */
+  candidate(now: number): RoutedCandidate {
+    const breaker = this.breaker.state;
+    return {
+      id: this.endpoint.replicaId,
+      models: this.models,
+      suspect: this.endpoint.suspect,
+      draining: this.removed,
+      breaker,
+      probeAvailable: breaker === 'half-open' && this.breaker.available,
+      inFlight: this.inFlight,
+      load: this.freshLoad(now),
+      state: this,
+    };
+  }
+
+  /** A request is sent here: in-flight +1, last-used = now, a half-open breaker's probe taken. */
+  acquire(now: number): void {
+    this.inFlight++;
+    this.lastUsedAt = now;
+    this.breaker.onAcquire();
+  }
+
+  /**
+   * A request sent here finished: in-flight −1 and its verdict recorded. `success`/`failure`
+   * feed the breaker; `abandoned` (the client left) frees a probe without a verdict. Every
+   * finished request counts towards the drain rate.
+   */
+  release(outcome: 'success' | 'failure' | 'abandoned'): void {
+    this.inFlight--;
+    if (outcome === 'success') this.breaker.onSuccess();
+    else if (outcome === 'failure') this.breaker.onFailure();
+    else this.breaker.onAbandon();
+    this.drain.record();
+  }
+}

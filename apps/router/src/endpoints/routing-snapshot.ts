@@ -1,0 +1,22 @@
+import type { EngineKind, MetricMapping, Endpoint } from '@llmgw/domain';
+
+/** What a router knows about one catalog model: enough to resolve a request's `model`. */
+export interface ModelView {
+  /** Canonical served name; endpoints refer to the model by it. */
+  readonly name: string;
+  readonly aliases: readonly string[];
+  /** Engine of the preferred profile, when known. */
+  readonly engine?: EngineKind;
+  /** Overrides the engine's default metric names for this model's endpoints. */
+  readonly metrics?: MetricMapping;
+}
+
+/**
+ * Everything the router routes by, at one revision: the endpoints and the catalog view. Always
+ * complete (never a diff), whether it came from the controller's watch stream or a static file.
+ */
+export interface RoutingSnapshot {
+  readonly revision: number;
+  readonly endpoints: readonly Endpoint[];
+  readonly models: readonly ModelView[];
+}

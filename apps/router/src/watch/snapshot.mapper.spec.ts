@@ -1,0 +1,37 @@
+import { EngineKind } from '@llmgw/proto';
+import { describe, expect, it } from 'vitest';
+import { snapshotFromProto } from './snapshot.mapper';
+
+describe('snapshotFromProto', () => {
+  it('converts the wire snapshot to domain types at the edge, leaving out engines it does not know', () => {
+    const mapped = snapshotFromProto({
+      revision: 7,
+      endpoints: [
+        { replicaId: 'r1', model: 'm', url: 'http://h:1', engine: EngineKind.ENGINE_KIND_VLLM, nodeId: 'n1', suspect: true },
+        { replicaId: 'r2', model: 'm', url: 'http://h:2', engine: EngineKind.ENGINE_KIND_UNSPECIFIED, nodeId: 'n1', suspect: false },
+      ],
+      catalog: {
+        revision: 3,
+        models: [
+          { name: 'm', aliases: ['a'], engine: EngineKind.ENGINE_KIND_LLAMACPP, metrics: { running: 'x:run', waiting: '', kvUsage: [], modelLabel: undefined } },
+          { name: 'n', aliases: [], engine: EngineKind.ENGINE_KIND_VLLM, metrics: { kvUsage: [] } },
+        ],
+      },
+    });
+    expect(mapped).toEqual({
+      snapshot: {
+        revision: 7,
+        endpoints: [{ replicaId: 'r1', model: 'm', url: 'http://h:1', engine: 'vllm', nodeId: 'n1', suspect: true }],
+        models: [
+          { name: 'm', aliases: ['a'], engine: 'llamacpp', metrics: { running: 'x:run' } },
+          { name: 'n', aliases: [], engine: 'vllm', metrics: undefined },
+        ],
+      },
+      dropped: [{ replicaId: 'r2', reason: 'unknown engine 0' }],
+    });
+  });
+
+  it('reads a snapshot without a catalog as one with no models', () => {
+    expect(snapshotFromProto({ revision: 1, endpoints: [] }).snapshot.models).toEqual([]);
+  });
+});

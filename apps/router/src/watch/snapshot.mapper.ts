@@ -1,0 +1,55 @@
+import type { Endpoint, EngineKind, MetricMapping } from '@llmgw/domain';
+import { EngineKind as ProtoEngineKind, type EndpointSnapshot, type MetricMapping as ProtoMetricMapping } from '@llmgw/proto';
+import type { ModelView, RoutingSnapshot } from '../endpoints/routing-snapshot';
+
+/** The domain engine of a wire enum value; undefined for UNSPECIFIED and values this build does not know. */
+export function engineFromProto(kind: ProtoEngineKind): EngineKind | undefined {
+  switch (kind) {
+    case ProtoEngineKind.ENGINE_KIND_VLLM:
+      return 'vllm';
+    case ProtoEngineKind.ENGINE_KIND_LLAMACPP:
+      return 'llamacpp';
+    default:
+      return undefined;
+  }
+}
+
+function mappingFromProto(m: ProtoMetricMapping | undefined): MetricMapping | undefined {
+  if (m === undefined) return undefined;
+  const out: MetricMapping = {};
+  if (m.running !== undefined && m.running !== '') out.running = m.running;
+  if (m.waiting !== undefined && m.waiting !== '') out.waiting = m.waiting;
+  if (m.kvUsage.length > 0) out.kvUsage = [...m.kvUsage];
+  if (m.modelLabel !== undefined && m.modelLabel !== '') out.modelLabel = m.modelLabel;
+  return Object.keys(out).length > 0 ? out : undefined;
+}
+
+/** A wire snapshot as the router's domain snapshot, plus the endpoints it had to leave out and why. */
+export interface MappedSnapshot {
+  readonly snapshot: RoutingSnapshot;
+  readonly dropped: readonly { readonly replicaId: string; readonly reason: string }[];
+}
+
+/**
+ * Converts a wire snapshot at the router's edge. An endpoint whose engine this router does not
+ * know is dropped (reported, never guessed); the rest of the snapshot still applies.
+ */
+export function snapshotFromProto(s: EndpointSnapshot): MappedSnapshot {
+  const dropped: { replicaId: string; reason: string }[] = [];
+  const endpoints: Endpoint[] = [];
+  for (const e of s.endpoints) {
+    const engine = engineFromProto(e.engine);
+    if (engine === undefined) {
+      dropped.push({ replicaId: e.replicaId, reason: `unknown engine ${String(e.engine)}` });
+      continue;
+    }
+    endpoints.push({ replicaId: e.replicaId, model: e.model, url: e.url, engine, nodeId: e.nodeId, suspect: e.suspect });
+  }
+  const models: ModelView[] = (s.catalog?.models ?? []).map((m) => ({
+    name: m.name,
+    aliases: [...m.aliases],
+    engine: engineFromProto(m.engine),
+    metrics: mappingFromProto(m.metrics),
+  }));
+  return { snapshot: { revision: s.revision, endpoints, models }, dropped };
+}
