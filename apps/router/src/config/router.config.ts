@@ -1,19 +1,137 @@
-import { env, SHARED_ENV, sharedConfig, type DeepReadonly } from '@llmgw/config';
+import { env, envVar, parseDuration, SHARED_ENV, sharedConfig, type DeepReadonly, type EnvParse } from '@llmgw/config';
+import { DomainError } from '@llmgw/domain';
+import { buildScorers, DEFAULT_SCORER_WEIGHTS } from '@llmgw/routing';
 import { z } from 'zod';
+
+const ok = <T>(value: T): { ok: true; value: T } => ({ ok: true, value });
+const bad = (reason: string): { ok: false; reason: string } => ({ ok: false, reason });
+
+/** A duration (see parseDuration) of at least `minMs` milliseconds. */
+function durationAtLeast(minMs: number): EnvParse<number> {
+  return (raw) => {
+    const parsed = parseDuration(raw);
+    if (!parsed.ok) return parsed;
+    return parsed.value >= minMs ? parsed : bad(`expected a duration of at least ${minMs} ms`);
+  };
+}
+
+/** A fraction in (0, 1], written as a decimal number. */
+const parseFraction: EnvParse<number> = (raw) => {
+  const n = /^\d*\.?\d+$/.test(raw) ? Number(raw) : Number.NaN;
+  return n > 0 && n <= 1 ? ok(n) : bad('expected a number greater than 0 and at most 1');
+};
+
+/** `host:port` of a gRPC server (`[v6]:port` for IPv6). */
+const parseAddress: EnvParse<string> = (raw) => {
+  const m = /^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?):(\d{1,5})$/.exec(raw);
+  return m !== null && Number(m[3]) >= 1 && Number(m[3]) <= 65_535 ? ok(raw) : bad('expected host:port (no scheme), e.g. 10.0.0.2:8082');
+};
+
+/** `name=weight,...` for the endpoint picker's scorers; unknown names and non-positive weights are refused. */
+const parseScorerWeights: EnvParse<Record<string, number>> = (raw) => {
+  const weights: Record<string, number> = {};
+  for (const [i, part] of raw.split(',').entries()) {
+    const m = /^\s*([a-z-]+)\s*=\s*([^,\s]+)\s*$/.exec(part);
+    if (m === null) return bad(`item ${i + 1} (${JSON.stringify(part)}): expected name=weight`);
+    if (m[1] in weights) return bad(`scorer ${m[1]} is listed twice`);
+    weights[m[1]] = /^\d*\.?\d+$/.test(m[2]) ? Number(m[2]) : Number.NaN;
+  }
+  try {
+    buildScorers(weights);
+  } catch (error) {
+    if (error instanceof DomainError) return bad(error.problems.map((p) => `${p.path.replace(/^scorers\./, '')}: ${p.message}`).join('; '));
+    throw error;
+  }
+  return ok(weights);
+};
+
+const seconds = (ms: number): number => Math.max(1, Math.round(ms / 1000));
 
 /**
  * Every setting llmgw-router reads, validated once at boot: the shared LLMGW_* variables plus
  * its own. Unknown variables are ignored; a bad value for a known one refuses to start.
+ * Without LLMGW_ROUTER_CONTROLLER the router runs from LLMGW_ROUTER_CONFIG_FILE alone (static
+ * endpoints and catalog); with neither it starts with no models.
  */
 export const routerConfigSchema = z
   .object({
     ...SHARED_ENV,
     /** HTTP listener (health, readiness, metrics, the OpenAI API); 0 = any free port. */
     LLMGW_ROUTER_PORT: env.port({ default: 8080 }),
+    /** Names this router to the controller; default `<hostname>-<pid>`. */
+    LLMGW_ROUTER_ID: env.string({ optional: true }),
+    /** Controller gRPC address (host:port) to watch endpoints from and report usage to; unset = static mode. */
+    LLMGW_ROUTER_CONTROLLER: envVar(parseAddress, { optional: true }),
+    /** YAML/JSON file with `models` and `endpoints`: the whole routing table in static mode, the seed otherwise. */
+    LLMGW_ROUTER_CONFIG_FILE: env.path({ optional: true }),
+    /** YAML/JSON file with `keys: [{ name, key }]`; unset = no authentication. */
+    LLMGW_ROUTER_API_KEYS_FILE: env.path({ optional: true }),
+    /** Largest request body accepted, bytes (larger → 413); default 16 MiB. */
+    LLMGW_ROUTER_MAX_BODY_BYTES: env.integer(1, 1024 * 1024 * 1024, { default: 16 * 1024 * 1024 }),
+    /** Requests one model may hold waiting when every endpoint is saturated (past it → 429); 0 = never queue. */
+    LLMGW_ROUTER_QUEUE_SIZE: env.integer(0, 1_000_000, { default: 256 }),
+    /** Longest a request waits in the queue before 429. */
+    LLMGW_ROUTER_QUEUE_TIMEOUT: envVar(durationAtLeast(1), { default: 30_000 }),
+    /** An endpoint whose engine reports this many waiting requests is saturated. */
+    LLMGW_ROUTER_MAX_WAITING: env.integer(1, 1_000_000, { default: 32 }),
+    /** An endpoint whose engine reports this KV-cache use (0..1] is saturated. */
+    LLMGW_ROUTER_MAX_KV_USAGE: envVar(parseFraction, { default: 0.95 }),
+    /** An endpoint with this many requests in flight from this router is saturated. */
+    LLMGW_ROUTER_MAX_IN_FLIGHT: env.integer(1, 1_000_000, { default: 256 }),
+    /** Scorer weights, `name=weight,...` (scorers: queue, kv-cache, running, in-flight). */
+    LLMGW_ROUTER_SCORERS: envVar(parseScorerWeights, { default: { ...DEFAULT_SCORER_WEIGHTS } }),
+    /** Extra attempts on other endpoints after a failure before the first response byte. */
+    LLMGW_ROUTER_RETRIES: env.integer(0, 10, { default: 2 }),
+    /** Consecutive failures that open an endpoint's circuit breaker. */
+    LLMGW_ROUTER_BREAKER_FAILURES: env.integer(1, 1_000, { default: 5 }),
+    /** How long an open breaker keeps an endpoint out before one probe. */
+    LLMGW_ROUTER_BREAKER_COOLDOWN: envVar(durationAtLeast(1), { default: 10_000 }),
+    LLMGW_ROUTER_CONNECT_TIMEOUT: envVar(durationAtLeast(1), { default: 3_000 }),
+    /** Longest wait for an engine's response headers (long prompts and engine queues count). */
+    LLMGW_ROUTER_FIRST_BYTE_TIMEOUT: envVar(durationAtLeast(1), { default: 300_000 }),
+    /** Longest silence from an engine in the middle of a response. */
+    LLMGW_ROUTER_IDLE_TIMEOUT: envVar(durationAtLeast(1), { default: 60_000 }),
+    LLMGW_ROUTER_SCRAPE_INTERVAL: envVar(durationAtLeast(10), { default: 1_000 }),
+    LLMGW_ROUTER_SCRAPE_TIMEOUT: envVar(durationAtLeast(1), { default: 800 }),
+    /** A scrape older than this is not used (the picker falls back to local in-flight). */
+    LLMGW_ROUTER_SCRAPE_STALE_AFTER: envVar(durationAtLeast(1), { default: 5_000 }),
+    /** How often replica last-used times go to the controller. */
+    LLMGW_ROUTER_USAGE_INTERVAL: envVar(durationAtLeast(10), { default: 10_000 }),
+    /** Upper bound of Retry-After on 429/503. */
+    LLMGW_ROUTER_RETRY_AFTER_MAX: envVar(durationAtLeast(1_000), { default: 30_000 }),
+    LLMGW_ROUTER_WATCH_BACKOFF_MIN: envVar(durationAtLeast(1), { default: 200 }),
+    LLMGW_ROUTER_WATCH_BACKOFF_MAX: envVar(durationAtLeast(1), { default: 10_000 }),
+  })
+  .superRefine((e, ctx) => {
+    if (e.LLMGW_ROUTER_WATCH_BACKOFF_MAX < e.LLMGW_ROUTER_WATCH_BACKOFF_MIN) {
+      ctx.addIssue({ code: 'custom', path: ['LLMGW_ROUTER_WATCH_BACKOFF_MAX'], message: 'must not be shorter than LLMGW_ROUTER_WATCH_BACKOFF_MIN' });
+    }
   })
   .transform((e) => ({
     ...sharedConfig(e),
     port: e.LLMGW_ROUTER_PORT,
+    routerId: e.LLMGW_ROUTER_ID,
+    controllerAddress: e.LLMGW_ROUTER_CONTROLLER,
+    configFile: e.LLMGW_ROUTER_CONFIG_FILE,
+    apiKeysFile: e.LLMGW_ROUTER_API_KEYS_FILE,
+    proxy: {
+      maxBodyBytes: e.LLMGW_ROUTER_MAX_BODY_BYTES,
+      maxRetries: e.LLMGW_ROUTER_RETRIES,
+      connectTimeoutMs: e.LLMGW_ROUTER_CONNECT_TIMEOUT,
+      firstByteTimeoutMs: e.LLMGW_ROUTER_FIRST_BYTE_TIMEOUT,
+      idleTimeoutMs: e.LLMGW_ROUTER_IDLE_TIMEOUT,
+    },
+    admission: {
+      thresholds: { maxWaiting: e.LLMGW_ROUTER_MAX_WAITING, maxKvUsage: e.LLMGW_ROUTER_MAX_KV_USAGE, maxInFlight: e.LLMGW_ROUTER_MAX_IN_FLIGHT },
+      queueBound: e.LLMGW_ROUTER_QUEUE_SIZE,
+      queueDeadlineMs: e.LLMGW_ROUTER_QUEUE_TIMEOUT,
+      retryAfterMaxSeconds: seconds(e.LLMGW_ROUTER_RETRY_AFTER_MAX),
+    },
+    scorerWeights: e.LLMGW_ROUTER_SCORERS,
+    breaker: { failureThreshold: e.LLMGW_ROUTER_BREAKER_FAILURES, cooldownMs: e.LLMGW_ROUTER_BREAKER_COOLDOWN },
+    scrape: { intervalMs: e.LLMGW_ROUTER_SCRAPE_INTERVAL, timeoutMs: e.LLMGW_ROUTER_SCRAPE_TIMEOUT, staleAfterMs: e.LLMGW_ROUTER_SCRAPE_STALE_AFTER },
+    usageIntervalMs: e.LLMGW_ROUTER_USAGE_INTERVAL,
+    watch: { backoffMinMs: e.LLMGW_ROUTER_WATCH_BACKOFF_MIN, backoffMaxMs: e.LLMGW_ROUTER_WATCH_BACKOFF_MAX },
   }));
 
 /** llmgw-router's configuration: frozen, typed, in the names code uses. */

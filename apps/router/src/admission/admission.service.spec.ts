@@ -1,0 +1,133 @@
+import type { Endpoint } from '@llmgw/domain';
+import { buildScorers, DEFAULT_SCORER_WEIGHTS, EndpointPicker } from '@llmgw/routing';
+import { FakeClock, SeededRng } from '@llmgw/testing';
+import { describe, expect, it } from 'vitest';
+import { EndpointRegistry } from '../endpoints/endpoint.registry';
+import { AdmissionService, Waiter, type Admission, type AdmissionOptions } from './admission.service';
+
+const ep = (replicaId: string, model = 'm'): Endpoint => ({ replicaId, model, url: `http://h:${replicaId.charCodeAt(0)}`, engine: 'vllm', nodeId: 'n', suspect: false });
+
+function setup(options: Partial<AdmissionOptions> = {}, endpoints: Endpoint[] = [ep('a'), ep('b')]) {
+  const clock = new FakeClock(1_000_000);
+  const registry = new EndpointRegistry({ clock, breaker: { failureThreshold: 1, cooldownMs: 5_000 }, scrapeStaleAfterMs: 5_000 });
+  registry.apply({ revision: 1, endpoints, models: [{ name: 'm', aliases: [] }, { name: 'empty', aliases: [] }] }, { resync: true });
+  const events: string[] = [];
+  const admission = new AdmissionService(
+    registry,
+    new EndpointPicker(buildScorers(DEFAULT_SCORER_WEIGHTS), new SeededRng(7)),
+    clock,
+    { thresholds: { maxWaiting: 10, maxKvUsage: 0.9, maxInFlight: 1 }, queueBound: 2, queueDeadlineMs: 60_000, retryAfterMaxSeconds: 30, ...options },
+    { queued: (model, _s, outcome) => events.push(`queued:${model}:${outcome}`), refused: (model, kind) => events.push(`refused:${model}:${kind}`) },
+  );
+  return { clock, registry, admission, events };
+}
+
+const leaseOf = (a: Admission | Waiter): string => {
+  if (a instanceof Waiter || !a.ok) throw new Error(`expected a lease, got ${a instanceof Waiter ? 'a waiter' : a.refusal.kind}`);
+  return a.lease.state.id;
+};
+
+describe('AdmissionService', () => {
+  it('routes to an unsaturated endpoint and acquires it before answering', () => {
+    const { admission, registry } = setup();
+    expect(leaseOf(admission.admit('m'))).toBeDefined();
+    expect(leaseOf(admission.admit('m'))).toBeDefined();
+    expect([registry.get('a')?.inFlight, registry.get('b')?.inFlight]).toEqual([1, 1]);
+  });
+
+  it('avoids endpoints whose fresh scrape says they are saturated', () => {
+    const { admission, registry, clock } = setup({ thresholds: { maxWaiting: 10, maxKvUsage: 0.9, maxInFlight: 100 } });
+    const a = registry.get('a');
+    if (!a) throw new Error('missing');
+    a.lastScrape = { load: { waiting: 10 }, at: clock.now() };
+    for (let i = 0; i < 5; i++) expect(leaseOf(admission.admit('m'))).toBe('b');
+    a.lastScrape = { load: { kvUsage: 0.95 }, at: clock.now() };
+    expect(leaseOf(admission.admit('m'))).toBe('b');
+  });
+
+  it('queues when everything is saturated, in order, up to the bound; then refuses with 429 and a Retry-After', async () => {
+    const { admission, registry, events } = setup();
+    admission.admit('m');
+    admission.admit('m');
+    const w1 = admission.admit('m');
+    const w2 = admission.admit('m');
+    expect([w1 instanceof Waiter, w2 instanceof Waiter]).toEqual([true, true]);
+    const full = admission.admit('m');
+    expect(full).toMatchObject({ ok: false, refusal: { kind: 'queue_full', retryAfterSeconds: 30 } });
+    expect(admission.depths()).toEqual(new Map([['m', 2]]));
+
+    const b = registry.get('b');
+    b?.release('success');
+    admission.wake('m');
+    expect(leaseOf(await (w1 as Waiter).promise)).toBe('b');
+    expect(admission.depths()).toEqual(new Map([['m', 1]]));
+    registry.get('a')?.release('success');
+    admission.wake('m');
+    expect(leaseOf(await (w2 as Waiter).promise)).toBe('a');
+    expect(events).toEqual(['refused:m:queue_full', 'queued:m:admitted', 'queued:m:admitted']);
+  });
+
+  it('does not let a new request overtake a queued one', () => {
+    const { admission, registry } = setup({}, [ep('a')]);
+    admission.admit('m');
+    const queued = admission.admit('m') as Waiter;
+    registry.get('a')?.release('success'); // room appears, but nobody has woken the queue yet
+    const late = admission.admit('m');
+    expect(late).toBeInstanceOf(Waiter);
+    expect(queued.done).toBe(true);
+  });
+
+  it('answers a queued request 429 at its deadline', async () => {
+    const { admission, events } = setup({ queueDeadlineMs: 30 }, [ep('a')]);
+    admission.admit('m');
+    const w = admission.admit('m') as Waiter;
+    const started = performance.now();
+    expect(await w.promise).toMatchObject({ ok: false, refusal: { kind: 'queue_timeout' } });
+    expect(performance.now() - started).toBeGreaterThanOrEqual(25);
+    expect(events).toEqual(['queued:m:timeout', 'refused:m:queue_timeout']);
+  });
+
+  it('refuses with 503 when a model has no endpoint, and wakes queued requests with 503 when the endpoints go away', async () => {
+    const { admission, registry } = setup({}, [ep('a')]);
+    expect(admission.admit('empty')).toMatchObject({ ok: false, refusal: { kind: 'no_endpoints' } });
+    admission.admit('m');
+    const w = admission.admit('m') as Waiter;
+    registry.apply({ revision: 2, endpoints: [], models: [{ name: 'm', aliases: [] }] }, { resync: false });
+    expect(await w.promise).toMatchObject({ ok: false, refusal: { kind: 'no_endpoints' } });
+  });
+
+  it('drops a cancelled waiter without answering it, and frees its place', () => {
+    const { admission } = setup({ queueBound: 1 }, [ep('a')]);
+    admission.admit('m');
+    const w = admission.admit('m') as Waiter;
+    expect(admission.admit('m')).toMatchObject({ ok: false });
+    w.cancel();
+    expect(admission.depths()).toEqual(new Map());
+    expect(admission.admit('m')).toBeInstanceOf(Waiter);
+    admission.close();
+  });
+
+  it('picks a retry among endpoints not yet tried, and none when all were', () => {
+    const { admission, registry } = setup({ thresholds: { maxWaiting: 10, maxKvUsage: 0.9, maxInFlight: 100 } });
+    const a = registry.get('a');
+    const b = registry.get('b');
+    if (!a || !b) throw new Error('missing');
+    expect(admission.pickForRetry('m', new Set([a]))).toBe(b);
+    expect(admission.pickForRetry('m', new Set([a, b]))).toBeUndefined();
+  });
+
+  it('estimates Retry-After from the measured drain rate', () => {
+    const { admission, registry, clock } = setup({ queueBound: 0 }, [ep('a')]);
+    const a = registry.get('a');
+    if (!a) throw new Error('missing');
+    // 10 completions in one second → ~10/s; with nothing queued, 1 s.
+    for (let i = 0; i < 10; i++) {
+      a.acquire(clock.now());
+      a.release('success');
+    }
+    clock.advance(1_000);
+    expect(admission.drainRate('m')).toBeCloseTo(10, 5);
+    a.acquire(clock.now());
+    expect(admission.admit('m')).toMatchObject({ ok: false, refusal: { kind: 'queue_full', retryAfterSeconds: 1 } });
+  });
+});

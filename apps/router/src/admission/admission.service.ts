@@ -1,0 +1,267 @@
+import type { Clock } from '@llmgw/domain';
+import { admit, isSaturated, retryAfterSeconds, type Candidate, type EndpointPicker, type SaturationThresholds } from '@llmgw/routing';
+import type { EndpointRegistry } from '../endpoints/endpoint.registry';
+import type { EndpointState, RoutedCandidate } from '../endpoints/endpoint.state';
+
+/** Admission settings; times in milliseconds. */
+export interface AdmissionOptions {
+  readonly thresholds: SaturationThresholds;
+  /** Requests one model may hold waiting for a free endpoint; past it → 429. */
+  readonly queueBound: number;
+  /** Longest a request waits in the queue; past it → 429. */
+  readonly queueDeadlineMs: number;
+  /** Upper bound of the Retry-After answer, seconds. */
+  readonly retryAfterMaxSeconds: number;
+  /** How often waiting queues are re-checked without an event (breaker cooldowns end silently). */
+  readonly pollMs?: number;
+}
+
+/** A request admitted and sent to an endpoint: the endpoint is already acquired. */
+export interface Lease {
+  readonly state: EndpointState;
+  /** Time spent queued, ms (0 when routed at once). */
+  readonly queuedMs: number;
+}
+
+/** Why a request is refused, with the seconds the client should wait before trying again. */
+export interface Refusal {
+  readonly kind: 'no_endpoints' | 'queue_full' | 'queue_timeout';
+  readonly retryAfterSeconds: number;
+  readonly message: string;
+}
+
+export type Admission = { readonly ok: true; readonly lease: Lease } | { readonly ok: false; readonly refusal: Refusal };
+
+/** What admission reports for metrics. */
+export interface AdmissionHooks {
+  queued?(model: string, waitedSeconds: number, outcome: 'admitted' | 'timeout' | 'cancelled' | 'refused'): void;
+  refused?(model: string, kind: Refusal['kind']): void;
+  chose?(model: string, state: EndpointState): void;
+}
+
+/** A request waiting in a model's queue. `cancel()` (client gone) drops it without an answer. */
+export class Waiter {
+  done = false;
+  timer: NodeJS.Timeout | undefined;
+  resolve!: (admission: Admission) => void;
+  readonly promise: Promise<Admission>;
+
+  constructor(
+    readonly model: string,
+    readonly enqueuedAt: number,
+    private readonly onCancel: (w: Waiter) => void,
+  ) {
+    this.promise = new Promise<Admission>((resolve) => (this.resolve = resolve));
+  }
+
+  cancel(): void {
+    if (this.done) return;
+    this.onCancel(this);
+  }
+}
+
+/** A FIFO of waiters; cancelled ones are skipped lazily. */
+class ModelQueue {
+  private items: Waiter[] = [];
+  private head = 0;
+  live = 0;
+
+  push(w: Waiter): void {
+    this.items.push(w);
+    this.live++;
+  }
+
+  /** The oldest waiter still waiting, or undefined. */
+  peek(): Waiter | undefined {
+    while (this.head < this.items.length && this.items[this.head].done) this.head++;
+    if (this.head > 64 && this.head * 2 > this.items.length) {
+      this.items = this.items.slice(this.head);
+      this.head = 0;
+    }
+    return this.items[this.head];
+  }
+}
+
+/**
+ * Decides for each request: route now to the best unsaturated endpoint (acquired before it is
+ * returned, so nobody else can take the same slot), hold it in the model's bounded queue until
+ * an endpoint frees up or its deadline passes, or refuse it (429 queue full/timeout, 503 no
+ * endpoint) with a Retry-After estimated from the model's drain rate. New requests never
+ * overtake queued ones.
+ */
+export class AdmissionService {
+  private readonly queues = new Map<string, ModelQueue>();
+  private waiting = 0;
+  private poller: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly registry: EndpointRegistry,
+    private readonly picker: EndpointPicker,
+    private readonly clock: Clock,
+    private readonly options: AdmissionOptions,
+    private readonly hooks: AdmissionHooks = {},
+  ) {
+    registry.onSnapshot(() => this.wakeAll());
+  }
+
+  /** Admits a request for canonical `model`: a decision now, or a Waiter whose promise decides later. */
+  admit(model: string): Admission | Waiter {
+    const now = this.clock.now();
+    const states = this.registry.endpointsFor(model);
+    if (states.length === 0) return this.refuse(model, 'no_endpoints', `no endpoint serves model '${model}' right now`);
+    const queue = this.queues.get(model);
+    if (queue !== undefined && queue.live > 0) {
+      // Never overtake a queued request; but if room has appeared, the queue moves now.
+      const queued = this.enqueue(model, queue, now);
+      this.wake(model);
+      return queued;
+    }
+    const candidates = states.map((s) => s.candidate(now));
+    const eligible = this.picker.eligible({ model }, candidates);
+    const decision = admit(eligible, this.options.thresholds, 0, this.options.queueBound);
+    if (decision.action === 'route') return { ok: true, lease: { state: this.choose(model, decision.candidates, now), queuedMs: 0 } };
+    if (decision.action === 'queue') return this.enqueue(model, queue, now);
+    if (decision.reason === 'queue-full') return this.refuse(model, 'queue_full', `every endpoint for model '${model}' is saturated and queueing is off`);
+    return this.refuse(model, 'no_endpoints', `no available endpoint for model '${model}' (all are failing or draining)`);
+  }
+
+  /**
+   * An endpoint for a retry: eligible, not yet tried by this request, unsaturated if any is,
+   * acquired before it is returned. Undefined when none is left. Retries never queue.
+   */
+  pickForRetry(model: string, tried: ReadonlySet<EndpointState>): EndpointState | undefined {
+    const now = this.clock.now();
+    const candidates: RoutedCandidate[] = [];
+    for (const s of this.registry.endpointsFor(model)) if (!tried.has(s)) candidates.push(s.candidate(now));
+    const eligible = this.picker.eligible({ model }, candidates);
+    if (eligible.length === 0) return undefined;
+    const open = eligible.filter((c) => !isSaturated(c, this.options.thresholds));
+    return this.choose(model, open.length > 0 ? open : eligible, now);
+  }
+
+  /** An endpoint of `model` finished a request (or changed load): queued requests may proceed. */
+  wake(model: string): void {
+    if (this.waiting === 0) return;
+    const queue = this.queues.get(model);
+    if (queue === undefined || queue.live === 0) return;
+    const now = this.clock.now();
+    for (let w = queue.peek(); w !== undefined; w = queue.peek()) {
+      const states = this.registry.endpointsFor(model);
+      const eligible = this.picker.eligible({ model }, states.map((s) => s.candidate(now)));
+      const decision = admit(eligible, this.options.thresholds, 0, 1);
+      if (decision.action === 'queue') return;
+      if (decision.action === 'reject') {
+        const refusal = this.refusal(model, 'no_endpoints', `no available endpoint for model '${model}' (all are failing, draining or gone)`);
+        this.settle(queue, w, { ok: false, refusal }, 'refused');
+        continue;
+      }
+      const state = this.choose(model, decision.candidates, now);
+      this.settle(queue, w, { ok: true, lease: { state, queuedMs: now - w.enqueuedAt } }, 'admitted');
+    }
+  }
+
+  /** Re-checks every queue (after a snapshot, and on the poll tick). */
+  wakeAll(): void {
+    if (this.waiting === 0) return;
+    for (const model of [...this.queues.keys()]) this.wake(model);
+  }
+
+  /** Requests waiting per model (models with none are absent). */
+  depths(): Map<string, number> {
+    const out = new Map<string, number>();
+    for (const [model, q] of this.queues) if (q.live > 0) out.set(model, q.live);
+    return out;
+  }
+
+  /** Sum of the measured drain rates of `model`'s endpoints (completions/s); undefined when none is known. */
+  drainRate(model: string): number | undefined {
+    let sum: number | undefined;
+    for (const s of this.registry.endpointsFor(model)) {
+      const r = s.drain.rate();
+      if (r !== undefined) sum = (sum ?? 0) + r;
+    }
+    return sum;
+  }
+
+  /** Refuses every waiter (shutdown) and stops the poll timer. */
+  close(): void {
+    for (const [model, q] of this.queues) {
+      for (let w = q.peek(); w !== undefined; w = q.peek()) {
+        this.settle(q, w, { ok: false, refusal: this.refusal(model, 'no_endpoints', 'the router is shutting down') }, 'refused');
+      }
+    }
+    this.stopPolling();
+  }
+
+  private choose(model: string, candidates: readonly Candidate[], now: number): EndpointState {
+    let chosen: RoutedCandidate;
+    if (candidates.length === 1) {
+      chosen = candidates[0] as RoutedCandidate;
+    } else {
+      const result = this.picker.choose(candidates);
+      if (!result.ok) throw new Error('picker refused a non-empty candidate list');
+      chosen = result.chosen as RoutedCandidate;
+      const i = result.eligible.indexOf(chosen);
+      chosen.state.lastScores = result.scores[i].byScorer;
+    }
+    chosen.state.acquire(now);
+    this.hooks.chose?.(model, chosen.state);
+    return chosen.state;
+  }
+
+  private enqueue(model: string, existing: ModelQueue | undefined, now: number): Admission | Waiter {
+    const queue = existing ?? this.queueFor(model);
+    if (queue.live >= this.options.queueBound) {
+      return this.refuse(model, 'queue_full', `too many requests waiting for model '${model}' (${queue.live} queued)`);
+    }
+    const waiter = new Waiter(model, now, (w) => this.settle(queue, w, undefined, 'cancelled'));
+    waiter.timer = setTimeout(() => {
+      const refusal = this.refusal(model, 'queue_timeout', `no endpoint for model '${model}' became free within ${this.options.queueDeadlineMs} ms`);
+      this.settle(queue, waiter, { ok: false, refusal }, 'timeout');
+    }, this.options.queueDeadlineMs);
+    queue.push(waiter);
+    this.waiting++;
+    this.startPolling();
+    return waiter;
+  }
+
+  private settle(queue: ModelQueue, w: Waiter, admission: Admission | undefined, outcome: 'admitted' | 'timeout' | 'cancelled' | 'refused'): void {
+    if (w.done) return;
+    w.done = true;
+    clearTimeout(w.timer);
+    queue.live--;
+    this.waiting--;
+    if (this.waiting === 0) this.stopPolling();
+    this.hooks.queued?.(w.model, (this.clock.now() - w.enqueuedAt) / 1000, outcome);
+    if (admission !== undefined && !admission.ok) this.hooks.refused?.(w.model, admission.refusal.kind);
+    if (admission !== undefined) w.resolve(admission);
+  }
+
+  private queueFor(model: string): ModelQueue {
+    let q = this.queues.get(model);
+    if (q === undefined) this.queues.set(model, (q = new ModelQueue()));
+    return q;
+  }
+
+  private refuse(model: string, kind: Refusal['kind'], message: string): Admission {
+    this.hooks.refused?.(model, kind);
+    return { ok: false, refusal: this.refusal(model, kind, message) };
+  }
+
+  private refusal(model: string, kind: Refusal['kind'], message: string): Refusal {
+    const ahead = this.queues.get(model)?.live ?? 0;
+    return { kind, message, retryAfterSeconds: retryAfterSeconds(ahead, this.drainRate(model), 1, this.options.retryAfterMaxSeconds) };
+  }
+
+  private startPolling(): void {
+    if (this.poller !== undefined) return;
+    this.poller = setInterval(() => this.wakeAll(), this.options.pollMs ?? 100);
+    this.poller.unref();
+  }
+
+  private stopPolling(): void {
+    if (this.poller === undefined) return;
+    clearInterval(this.poller);
+    this.poller = undefined;
+  }
+}

@@ -1,0 +1,109 @@
+import type { ServerResponse } from 'node:http';
+
+/** Every way the router itself refuses or fails a request. Each maps to exactly one status. */
+export type RouterErrorKind =
+  | 'unauthorized'
+  | 'unknown_route'
+  | 'method_not_allowed'
+  | 'invalid_json'
+  | 'invalid_request'
+  | 'model_not_found'
+  | 'body_too_large'
+  | 'queue_full'
+  | 'queue_timeout'
+  | 'no_endpoints'
+  | 'upstream_unavailable'
+  | 'upstream_timeout'
+  | 'stream_interrupted'
+  | 'internal';
+
+/** The OpenAI error body: `{"error":{"message","type","param","code"}}`. */
+export interface OpenAiErrorBody {
+  error: { message: string; type: string; param: string | null; code: string | null };
+}
+
+/** HTTP status, OpenAI `type` and `code` of one error kind. */
+export interface ErrorShape {
+  readonly status: number;
+  readonly type: string;
+  readonly code: string;
+}
+
+/**
+ * The one mapping from router error kind to HTTP status and OpenAI `type`/`code`. Exhaustive:
+ * adding a kind without a case fails to compile.
+ */
+export function errorShape(kind: RouterErrorKind): ErrorShape {
+  switch (kind) {
+    case 'unauthorized':
+      return { status: 401, type: 'invalid_request_error', code: 'invalid_api_key' };
+    case 'unknown_route':
+      return { status: 404, type: 'invalid_request_error', code: 'unknown_url' };
+    case 'method_not_allowed':
+      return { status: 405, type: 'invalid_request_error', code: 'method_not_allowed' };
+    case 'invalid_json':
+      return { status: 400, type: 'invalid_request_error', code: 'invalid_json' };
+    case 'invalid_request':
+      return { status: 400, type: 'invalid_request_error', code: 'invalid_request' };
+    case 'model_not_found':
+      return { status: 404, type: 'invalid_request_error', code: 'model_not_found' };
+    case 'body_too_large':
+      return { status: 413, type: 'invalid_request_error', code: 'request_too_large' };
+    case 'queue_full':
+      return { status: 429, type: 'rate_limit_error', code: 'queue_full' };
+    case 'queue_timeout':
+      return { status: 429, type: 'rate_limit_error', code: 'queue_timeout' };
+    case 'no_endpoints':
+      return { status: 503, type: 'server_error', code: 'no_endpoints' };
+    case 'upstream_unavailable':
+      return { status: 502, type: 'server_error', code: 'upstream_unavailable' };
+    case 'upstream_timeout':
+      return { status: 504, type: 'server_error', code: 'upstream_timeout' };
+    case 'stream_interrupted':
+      return { status: 502, type: 'server_error', code: 'stream_interrupted' };
+    case 'internal':
+      return { status: 500, type: 'server_error', code: 'internal_error' };
+    default: {
+      const unreachable: never = kind;
+      throw new Error(`unmapped router error kind ${String(unreachable)}`);
+    }
+  }
+}
+
+/** The OpenAI-shaped body for `kind` with `message` (and the offending request field, if any). */
+export function errorBody(kind: RouterErrorKind, message: string, param: string | null = null): OpenAiErrorBody {
+  const shape = errorShape(kind);
+  return { error: { message, type: shape.type, param, code: shape.code } };
+}
+
+/** Extra response headers an error may carry (`Retry-After`, `WWW-Authenticate`, `Allow`, `Connection`). */
+export type ErrorHeaders = Readonly<Record<string, string | number>>;
+
+/**
+ * Writes `kind` as a complete JSON response. Returns the status written. Does nothing (and
+ * returns the status) when headers are already out — a started response is ended by the
+ * stream-error path instead.
+ */
+export function sendError(
+  res: ServerResponse,
+  kind: RouterErrorKind,
+  message: string,
+  param: string | null = null,
+  headers: ErrorHeaders = {},
+): number {
+  const shape = errorShape(kind);
+  if (res.headersSent) return shape.status;
+  const text = JSON.stringify(errorBody(kind, message, param));
+  res.writeHead(shape.status, {
+    'content-type': 'application/json',
+    'content-length': Buffer.byteLength(text),
+    ...headers,
+  });
+  res.end(text);
+  return shape.status;
+}
+
+/** One SSE event carrying an OpenAI-shaped error, as the last thing written on a cut stream. */
+export function sseErrorEvent(kind: RouterErrorKind, message: string): string {
+  return `data: ${JSON.stringify(errorBody(kind, message))}\n\n`;
+}

@@ -1,0 +1,59 @@
+import { ConfigError, loadConfig } from '@llmgw/config';
+import { describe, expect, it } from 'vitest';
+import { routerConfigSchema } from './router.config';
+
+describe('routerConfigSchema', () => {
+  it('has defaults for everything: static mode, no auth, default scorers', () => {
+    const c = loadConfig(routerConfigSchema, {});
+    expect(c).toMatchObject({
+      port: 8080,
+      controllerAddress: undefined,
+      configFile: undefined,
+      apiKeysFile: undefined,
+      proxy: { maxBodyBytes: 16 * 1024 * 1024, maxRetries: 2 },
+      admission: { thresholds: { maxWaiting: 32, maxKvUsage: 0.95, maxInFlight: 256 }, queueBound: 256, queueDeadlineMs: 30_000, retryAfterMaxSeconds: 30 },
+      scorerWeights: { queue: 3, 'kv-cache': 2, running: 1, 'in-flight': 1 },
+      breaker: { failureThreshold: 5, cooldownMs: 10_000 },
+    });
+  });
+
+  it('reads every router setting', () => {
+    const c = loadConfig(routerConfigSchema, {
+      LLMGW_ROUTER_CONTROLLER: '10.0.0.2:8082',
+      LLMGW_ROUTER_SCORERS: 'queue=1,in-flight=0.5',
+      LLMGW_ROUTER_MAX_KV_USAGE: '0.8',
+      LLMGW_ROUTER_QUEUE_TIMEOUT: '2s',
+      LLMGW_ROUTER_RETRY_AFTER_MAX: '1m',
+    });
+    expect(c.controllerAddress).toBe('10.0.0.2:8082');
+    expect(c.scorerWeights).toEqual({ queue: 1, 'in-flight': 0.5 });
+    expect(c.admission).toMatchObject({ thresholds: { maxKvUsage: 0.8 }, queueDeadlineMs: 2_000, retryAfterMaxSeconds: 60 });
+  });
+
+  it('refuses bad values, naming each variable and value, instead of falling back to a default', () => {
+    let error: unknown;
+    try {
+      loadConfig(routerConfigSchema, {
+        LLMGW_ROUTER_CONTROLLER: 'http://controller:8082',
+        LLMGW_ROUTER_SCORERS: 'queue=3,prefix=1',
+        LLMGW_ROUTER_MAX_KV_USAGE: '1.5',
+        LLMGW_ROUTER_QUEUE_TIMEOUT: '0',
+        LLMGW_ROUTER_WATCH_BACKOFF_MIN: '5s',
+        LLMGW_ROUTER_WATCH_BACKOFF_MAX: '1s',
+      });
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    expect((error as ConfigError).problems.map((p) => `${p.variable}=${p.shown}: ${p.reason}`)).toEqual([
+      'LLMGW_ROUTER_CONTROLLER="http://controller:8082": expected host:port (no scheme), e.g. 10.0.0.2:8082',
+      'LLMGW_ROUTER_QUEUE_TIMEOUT="0": expected a duration of at least 1 ms',
+      'LLMGW_ROUTER_MAX_KV_USAGE="1.5": expected a number greater than 0 and at most 1',
+      'LLMGW_ROUTER_SCORERS="queue=3,prefix=1": prefix: unknown scorer (known: queue, running, kv-cache, in-flight)',
+    ]);
+    expect(() => loadConfig(routerConfigSchema, { LLMGW_ROUTER_WATCH_BACKOFF_MIN: '5s', LLMGW_ROUTER_WATCH_BACKOFF_MAX: '1s' })).toThrow(
+      /LLMGW_ROUTER_WATCH_BACKOFF_MAX.*must not be shorter/,
+    );
+    expect(() => loadConfig(routerConfigSchema, { LLMGW_ROUTER_SCORERS: 'queue=0' })).toThrow(/queue: weight must be a positive number, got 0/);
+  });
+});

@@ -1,0 +1,308 @@
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import type { BreakerState } from '@llmgw/routing';
+import type { EndpointRegistry } from '../endpoints/endpoint.registry';
+import { FastCounter, FastHistogram } from './fast-metric';
+
+/** Where the scrape-time gauges read from; set once the parts exist. */
+export interface RouterMetricsSources {
+  readonly registry: EndpointRegistry;
+  /** Requests waiting per model. */
+  readonly queueDepths: () => ReadonlyMap<string, number>;
+  /** Whether the watch stream is connected; undefined when the router has no controller. */
+  readonly watchConnected: () => boolean | undefined;
+  readonly clock: { now(): number };
+}
+
+const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
+const OVERHEAD_BUCKETS = [0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1];
+const BREAKER_STATES: readonly BreakerState[] = ['closed', 'open', 'half-open'];
+
+/**
+ * Every metric family llmgw-router exports, prefixed `llmgw_router_`. Counters and histograms
+ * are updated on the request path; gauges describing state (in-flight, breakers, queues,
+ * scrapes, endpoints, watch) are computed from that state when /metrics is scraped, so nothing
+ * runs between scrapes and they cannot drift. Unknown values are absent series, never 0.
+ */
+export class RouterMetrics {
+  /** Labels: route, model, status. */
+  readonly requests: FastCounter;
+  /** Labels: route, model. */
+  readonly requestDuration: FastHistogram;
+  /** Labels: model. */
+  readonly timeToFirstByte: FastHistogram;
+  /** No labels. */
+  readonly overhead: FastHistogram;
+  readonly queueWait: Histogram<'model' | 'outcome'>;
+  readonly admissionRejections: Counter<'model' | 'reason'>;
+  readonly retries: Counter<'model' | 'reason'>;
+  readonly breakerTransitions: Counter<'endpoint' | 'from' | 'to'>;
+  /** Labels: model, endpoint. */
+  readonly endpointChoices: FastCounter;
+  readonly scrapeDuration: Histogram<'engine'>;
+  readonly scrapeErrors: Counter<'endpoint' | 'reason'>;
+  /** Labels: model. */
+  readonly responseBytes: FastCounter;
+  readonly upstreamErrors: Counter<'endpoint' | 'kind'>;
+  readonly streamErrors: Counter<'model'>;
+  readonly authFailures: Counter<string>;
+  readonly watchSnapshots: Counter<'result'>;
+  readonly watchReconnects: Counter<string>;
+  readonly usageReports: Counter<'result'>;
+  private sources: RouterMetricsSources | undefined;
+
+  constructor(registers: Registry) {
+    const registersList = [registers];
+    const src = (): RouterMetricsSources | undefined => this.sources;
+
+    // The families touched by every request are FastCounter/FastHistogram: same exposition, no per-call label hashing.
+    this.requests = new FastCounter(
+      'llmgw_router_requests_total',
+      'Requests answered by the router, by API route, canonical model (empty when unresolved) and HTTP status.',
+      ['route', 'model', 'status'],
+      registers,
+    );
+    this.requestDuration = new FastHistogram(
+      'llmgw_router_request_duration_seconds',
+      'Time from receiving a request to the end of its response, seconds.',
+      ['route', 'model'],
+      LATENCY_BUCKETS,
+      registers,
+    );
+    this.timeToFirstByte = new FastHistogram(
+      'llmgw_router_time_to_first_byte_seconds',
+      'Time from receiving a request to the first response byte from the engine, seconds.',
+      ['model'],
+      LATENCY_BUCKETS,
+      registers,
+    );
+    this.overhead = new FastHistogram(
+      'llmgw_router_overhead_seconds',
+      'Time the router itself spent on a request before sending it to an engine (queue wait excluded), seconds.',
+      [],
+      OVERHEAD_BUCKETS,
+      registers,
+    );
+    this.queueWait = new Histogram({
+      name: 'llmgw_router_queue_wait_seconds',
+      help: 'Time requests spent in a model queue waiting for a free endpoint, by how the wait ended, seconds.',
+      labelNames: ['model', 'outcome'],
+      buckets: LATENCY_BUCKETS,
+      registers: registersList,
+    });
+    this.admissionRejections = new Counter({
+      name: 'llmgw_router_admission_rejections_total',
+      help: 'Requests refused by admission, by reason (queue_full, queue_timeout, no_endpoints).',
+      labelNames: ['model', 'reason'],
+      registers: registersList,
+    });
+    this.retries = new Counter({
+      name: 'llmgw_router_retries_total',
+      help: 'Requests sent again after a failure before the first response byte, by the failure.',
+      labelNames: ['model', 'reason'],
+      registers: registersList,
+    });
+    this.breakerTransitions = new Counter({
+      name: 'llmgw_router_breaker_transitions_total',
+      help: 'Circuit breaker state changes per endpoint.',
+      labelNames: ['endpoint', 'from', 'to'],
+      registers: registersList,
+    });
+    this.endpointChoices = new FastCounter('llmgw_router_endpoint_choices_total', 'Requests sent to each endpoint (retries included).', ['model', 'endpoint'], registers);
+    this.scrapeDuration = new Histogram({
+      name: 'llmgw_router_scrape_duration_seconds',
+      help: 'Time to scrape one endpoint /metrics, successful or not, seconds.',
+      labelNames: ['engine'],
+      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+      registers: registersList,
+    });
+    this.scrapeErrors = new Counter({
+      name: 'llmgw_router_scrape_errors_total',
+      help: 'Failed scrapes of endpoint /metrics, by reason (connect, timeout, status, parse).',
+      labelNames: ['endpoint', 'reason'],
+      registers: registersList,
+    });
+    this.responseBytes = new FastCounter('llmgw_router_response_bytes_total', 'Response body bytes streamed from engines to clients.', ['model'], registers);
+    this.upstreamErrors = new Counter({
+      name: 'llmgw_router_upstream_errors_total',
+      help: 'Failed exchanges with engines, by kind (connect, reset, timeout, status_5xx, stream_cut).',
+      labelNames: ['endpoint', 'kind'],
+      registers: registersList,
+    });
+    this.streamErrors = new Counter({
+      name: 'llmgw_router_stream_errors_total',
+      help: 'Responses cut after their first byte: ended with an SSE error event, or closed when not a stream.',
+      labelNames: ['model'],
+      registers: registersList,
+    });
+    this.authFailures = new Counter({
+      name: 'llmgw_router_auth_failures_total',
+      help: 'Requests refused for a missing or unknown API key.',
+      registers: registersList,
+    });
+    this.watchSnapshots = new Counter({
+      name: 'llmgw_router_watch_snapshots_total',
+      help: 'Endpoint snapshots received, by result (applied, stale).',
+      labelNames: ['result'],
+      registers: registersList,
+    });
+    this.watchReconnects = new Counter({
+      name: 'llmgw_router_watch_reconnects_total',
+      help: 'Times the watch stream to the controller was opened again after it ended or failed.',
+      registers: registersList,
+    });
+    this.usageReports = new Counter({
+      name: 'llmgw_router_usage_reports_total',
+      help: 'Replica usage reports sent to the controller, by result (ok, error).',
+      labelNames: ['result'],
+      registers: registersList,
+    });
+
+    new Gauge({
+      name: 'llmgw_router_in_flight',
+      help: 'Requests this router has sent to each endpoint and not seen finish.',
+      labelNames: ['endpoint', 'model'],
+      registers: registersList,
+      collect() {
+        this.reset();
+        const s = src();
+        if (s) for (const e of s.registry.active()) this.set({ endpoint: e.id, model: e.endpoint.model }, e.inFlight);
+      },
+    });
+    new Gauge({
+      name: 'llmgw_router_queue_depth',
+      help: 'Requests waiting in a model queue for a free endpoint.',
+      labelNames: ['model'],
+      registers: registersList,
+      collect() {
+        this.reset();
+        const s = src();
+        if (s) for (const [model, n] of s.queueDepths()) this.set({ model }, n);
+      },
+    });
+    new Gauge({
+      name: 'llmgw_router_breaker_state',
+      help: 'Circuit breaker state per endpoint: 1 on the current state, 0 on the others.',
+      labelNames: ['endpoint', 'state'],
+      registers: registersList,
+      collect() {
+        this.reset();
+        const s = src();
+        if (!s) return;
+        for (const e of s.registry.active()) {
+          const current = e.breaker.state;
+          for (const state of BREAKER_STATES) this.set({ endpoint: e.id, state }, state === current ? 1 : 0);
+        }
+      },
+    });
+    new Gauge({
+      name: 'llmgw_router_scorer_value',
+      help: 'Each scorer value in [0,1] for an endpoint at its latest choice among several.',
+      labelNames: ['endpoint', 'scorer'],
+      registers: registersList,
+      collect() {
+        this.reset();
+        const s = src();
+        if (!s) return;
+        for (const e of s.registry.active()) {
+          if (e.lastScores === undefined) continue;
+          for (const [scorer, v] of Object.entries(e.lastScores)) this.set({ endpoint: e.id, scorer }, v);
+        }
+      },
+    });
+    new Gauge({
+      name: 'llmgw_router_scrape_age_seconds',
+      help: 'Age of the newest successful scrape per endpoint, seconds; absent when never scraped.',
+      labelNames: ['endpoint'],
+      registers: registersList,
+      collect() {
+        this.reset();
+        const s = src();
+        if (!s) return;
+        const now = s.clock.now();
+        for (const e of s.registry.active()) if (e.lastScrape) this.set({ endpoint: e.id }, Math.max(0, now - e.lastScrape.at) / 1000);
+      },
+    });
+    new Gauge({
+      name: 'llmgw_router_engine_load',
+      help: 'Engine load from the newest fresh scrape (running, waiting, kv_usage); absent when unknown or stale.',
+      labelNames: ['endpoint', 'field'],
+      registers: registersList,
+      collect() {
+        this.reset();
+        const s = src();
+        if (!s) return;
+        const now = s.clock.now();
+        for (const e of s.registry.active()) {
+          const load = e.freshLoad(now);
+          if (load?.running !== undefined) this.set({ endpoint: e.id, field: 'running' }, load.running);
+          if (load?.waiting !== undefined) this.set({ endpoint: e.id, field: 'waiting' }, load.waiting);
+          if (load?.kvUsage !== undefined) this.set({ endpoint: e.id, field: 'kv_usage' }, load.kvUsage);
+        }
+      },
+    });
+    new Gauge({
+      name: 'llmgw_router_drain_rate',
+      help: 'Measured completions per second per endpoint (EWMA); absent until measured.',
+      labelNames: ['endpoint'],
+      registers: registersList,
+      collect() {
+        this.reset();
+        const s = src();
+        if (!s) return;
+        for (const e of s.registry.active()) {
+          const r = e.drain.rate();
+          if (r !== undefined) this.set({ endpoint: e.id }, r);
+        }
+      },
+    });
+    new Gauge({
+      name: 'llmgw_router_endpoints',
+      help: 'Endpoints the router may send requests to, per canonical model.',
+      labelNames: ['model'],
+      registers: registersList,
+      collect() {
+        this.reset();
+        const s = src();
+        if (!s) return;
+        const counts = new Map<string, number>();
+        for (const m of s.registry.catalog.models) counts.set(m.name, 0);
+        for (const e of s.registry.active()) counts.set(e.endpoint.model, (counts.get(e.endpoint.model) ?? 0) + 1);
+        for (const [model, n] of counts) this.set({ model }, n);
+      },
+    });
+    new Gauge({
+      name: 'llmgw_router_catalog_models',
+      help: 'Models in the router catalog view (aliases not counted).',
+      registers: registersList,
+      collect() {
+        const s = src();
+        this.set(s ? s.registry.catalog.models.length : 0);
+      },
+    });
+    new Gauge({
+      name: 'llmgw_router_watch_revision',
+      help: 'Revision of the endpoint snapshot in use; absent before the first.',
+      registers: registersList,
+      collect() {
+        this.reset();
+        const revision = src()?.registry.revision;
+        if (revision !== undefined) this.set(revision);
+      },
+    });
+    new Gauge({
+      name: 'llmgw_router_watch_connected',
+      help: 'Whether the watch stream to the controller is open (1) or not (0); absent without a controller.',
+      registers: registersList,
+      collect() {
+        this.reset();
+        const connected = src()?.watchConnected();
+        if (connected !== undefined) this.set(connected ? 1 : 0);
+      },
+    });
+  }
+
+  /** Connects the scrape-time gauges to the router's state. */
+  attach(sources: RouterMetricsSources): void {
+    this.sources = sources;
+  }
+}

@@ -1,0 +1,450 @@
+// The router's hot path against real HTTP upstreams: bytes through untouched, load-aware
+// choice, admission (queue, 429, 503), breakers, retries and cut streams. The router runs in
+// this process as a real server on port 0; the engines are tiny programmable HTTP servers.
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import OpenAI from 'openai';
+import { waitFor } from '@llmgw/testing';
+import { afterEach, describe, expect, it } from 'vitest';
+import {
+  answerOk,
+  FakeUpstream,
+  postJson,
+  sampleValue,
+  startRouter,
+  tempDir,
+  vllmMetrics,
+  writeRouterConfig,
+  type RouterUnderTest,
+} from '../test/router.harness';
+
+const FIXTURES = join(__dirname, '..', '__fixtures__', 'openai');
+const dir = tempDir();
+const cleanups: (() => Promise<void> | void)[] = [];
+
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+async function upstream(init: Parameters<typeof FakeUpstream.start>[0] = {}): Promise<FakeUpstream> {
+  const u = await FakeUpstream.start(init);
+  cleanups.push(() => u.close());
+  return u;
+}
+
+/** A router in static mode over `endpoints` (all serving model m1, alias m1-alias; m2 has none). */
+async function router(endpoints: { id: string; url: string }[], env: Record<string, string> = {}): Promise<RouterUnderTest> {
+  const file = writeRouterConfig(dir, {
+    models: [
+      { name: 'm1', aliases: ['m1-alias'], engine: 'vllm' },
+      { name: 'm2', engine: 'vllm' },
+    ],
+    endpoints: endpoints.map((e) => ({ id: e.id, model: 'm1', url: e.url })),
+  });
+  const r = await startRouter({ LLMGW_ROUTER_CONFIG_FILE: file, LLMGW_ROUTER_SCRAPE_INTERVAL: '100ms', ...env });
+  cleanups.push(() => r.close());
+  return r;
+}
+
+const chat = (model = 'm1', extra: object = {}): object => ({ model, messages: [{ role: 'user', content: 'hi' }], ...extra });
+
+async function metricsText(r: RouterUnderTest): Promise<string> {
+  return (await fetch(`${r.url}/metrics`)).text();
+}
+
+describe('bytes through untouched', () => {
+  it.each(['openai_chat_stream_173417d55340.sse', 'openai_chat_stream_4cc50a6135d2.sse'])(
+    'a recorded OpenAI SSE stream (%s) arrives byte-identical, and the official client reads it',
+    async (file) => {
+      const recorded = readFileSync(join(FIXTURES, file));
+      const u = await upstream({
+        respond: (_req, res) => {
+          res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' });
+          // Irregular chunks, cut mid-line and mid-UTF-8, as TCP may deliver them.
+          let at = 0;
+          const next = (): void => {
+            if (at >= recorded.length) return void res.end();
+            const size = 1 + ((at * 7919) % 97);
+            res.write(recorded.subarray(at, at + size));
+            at += size;
+            setImmediate(next);
+          };
+          next();
+        },
+      });
+      const r = await router([{ id: 'a', url: u.url }]);
+
+      const raw = await fetch(`${r.url}/v1/chat/completions`, { method: 'POST', body: JSON.stringify(chat('m1', { stream: true })) });
+      expect(raw.status).toBe(200);
+      expect(raw.headers.get('content-type')).toBe('text/event-stream; charset=utf-8');
+      expect(Buffer.from(await raw.arrayBuffer()).equals(recorded)).toBe(true);
+
+      const client = new OpenAI({ baseURL: `${r.url}/v1`, apiKey: 'unused', maxRetries: 0 });
+      const stream = await client.chat.completions.create({ model: 'm1-alias', messages: [{ role: 'user', content: 'hi' }], stream: true });
+      const chunks: unknown[] = [];
+      for await (const chunk of stream) chunks.push(chunk);
+      const expected = recorded
+        .toString('utf8')
+        .split('\n')
+        .filter((l) => l.startsWith('data: {'));
+      expect(chunks).toEqual(expected.map((l) => JSON.parse(l.slice(6))));
+    },
+  );
+
+  it('forwards the original request bytes (key order, spacing, unknown fields) and the query string', async () => {
+    let seen: { body: string; url: string | undefined; auth: string | undefined } | undefined;
+    const u = await upstream({
+      respond: (req, res, body) => {
+        seen = { body: body.toString('utf8'), url: req.url, auth: req.headers.authorization };
+        answerOk(req, res, body);
+      },
+    });
+    const r = await router([{ id: 'a', url: u.url }]);
+    const body = '{ "messages":[{"role":"user","content":"h\\u00e9llo ✓"}],\n  "model" : "m1-alias", "x_custom": [1,2.50,{"k":null}] }';
+    const res = await postJson(`${r.url}/v1/chat/completions?api-version=1`, body, { authorization: 'Bearer client-key' });
+    expect(res.status).toBe(200);
+    expect(seen).toEqual({ body, url: '/v1/chat/completions?api-version=1', auth: 'Bearer client-key' });
+  });
+});
+
+describe('OpenAI-shaped refusals', () => {
+  it('answers bad requests with the OpenAI error shape and the right status', async () => {
+    const u = await upstream();
+    const r = await router([{ id: 'a', url: u.url }], { LLMGW_ROUTER_MAX_BODY_BYTES: '1024' });
+    const shape = (code: string, param: string | null = null) => ({ error: { message: expect.any(String), type: expect.any(String), param, code } });
+
+    const cases: [string, () => Promise<{ status: number; json: unknown }>, number, object][] = [
+      ['malformed JSON', () => postJson(`${r.url}/v1/chat/completions`, '{"model": "m1",'), 400, shape('invalid_json')],
+      ['not an object', () => postJson(`${r.url}/v1/completions`, '[1,2]'), 400, shape('invalid_request')],
+      ['no model', () => postJson(`${r.url}/v1/embeddings`, { input: 'x' }), 400, shape('invalid_request', 'model')],
+      ['unknown model', () => postJson(`${r.url}/v1/chat/completions`, chat('nope')), 404, shape('model_not_found', 'model')],
+      ['body over the limit', () => postJson(`${r.url}/v1/chat/completions`, chat('m1', { pad: 'x'.repeat(2000) })), 413, shape('request_too_large')],
+      ['unknown route', () => postJson(`${r.url}/v1/images/generations`, {}), 404, shape('unknown_url')],
+      ['malformed escape in a model id', async () => {
+        const res = await fetch(`${r.url}/v1/models/%E0%A4%A`);
+        return { status: res.status, json: await res.json() };
+      }, 404, shape('model_not_found', 'model')],
+      ['wrong method', async () => {
+        const res = await fetch(`${r.url}/v1/chat/completions`);
+        return { status: res.status, json: await res.json() };
+      }, 405, shape('method_not_allowed')],
+    ];
+    for (const [name, call, status, body] of cases) {
+      const res = await call();
+      expect({ name, status: res.status, json: res.json }).toEqual({ name, status, json: body });
+    }
+    expect(u.hits).toBe(0);
+
+    // A chunked body (no Content-Length) over the limit is refused too, without reading it all.
+    const big = await fetch(`${r.url}/v1/chat/completions`, {
+      method: 'POST',
+      body: new ReadableStream({
+        start(controller) {
+          controller.enqueue(new TextEncoder().encode(`{"model":"m1","pad":"${'y'.repeat(4096)}`));
+          controller.close();
+        },
+      }),
+      duplex: 'half',
+    } as RequestInit);
+    expect(big.status).toBe(413);
+    expect(await big.json()).toEqual(shape('request_too_large'));
+  });
+
+  it('checks API keys before anything else, and keeps the router key from the engine', async () => {
+    let authSeen: string | undefined = 'unset';
+    const u = await upstream({
+      respond: (req, res, body) => {
+        authSeen = req.headers.authorization;
+        answerOk(req, res, body);
+      },
+    });
+    const keys = writeRouterConfig(dir, { keys: [{ name: 'team-a', key: 'sk-team-a-0123456789abcdef' }] });
+    const r = await router([{ id: 'a', url: u.url }], { LLMGW_ROUTER_API_KEYS_FILE: keys });
+    const unauthorized = { error: { message: expect.any(String), type: 'invalid_request_error', param: null, code: 'invalid_api_key' } };
+
+    const attempts: Record<string, string>[] = [{}, { authorization: 'Bearer wrong-key-0123456789' }, { authorization: 'sk-team-a-0123456789abcdef' }];
+    for (const headers of attempts) {
+      // Even a malformed body or an unknown route is answered 401 first.
+      const res = await postJson(`${r.url}/v1/not-a-route`, '{oops', headers);
+      expect(res.status).toBe(401);
+      expect(res.headers.get('www-authenticate')).toBe('Bearer');
+      expect(res.json).toEqual(unauthorized);
+    }
+    const ok = await postJson(`${r.url}/v1/chat/completions`, chat(), { authorization: 'Bearer sk-team-a-0123456789abcdef' });
+    expect(ok.status).toBe(200);
+    expect(authSeen).toBeUndefined();
+    // Operational endpoints stay open to the orchestrator.
+    expect((await fetch(`${r.url}/healthz`)).status).toBe(200);
+    expect(sampleValue(await metricsText(r), 'llmgw_router_auth_failures_total')).toBe(3);
+  });
+});
+
+describe('load-aware choice', () => {
+  it('sends at least 90 % of 200 requests away from an endpoint whose engine reports 20 waiting', async () => {
+    const busy = await upstream({ metricsText: vllmMetrics('m1', { running: 8, waiting: 20 }) });
+    const idle = await upstream({ metricsText: vllmMetrics('m1', { running: 8, waiting: 0 }) });
+    const r = await router([
+      { id: 'busy', url: busy.url },
+      { id: 'idle', url: idle.url },
+    ]);
+    await waitFor(() => r.core.endpoints.get('busy')?.lastScrape && r.core.endpoints.get('idle')?.lastScrape, { message: 'both scraped' });
+
+    let sent = 0;
+    const worker = async (): Promise<void> => {
+      while (sent < 200) {
+        sent++;
+        expect((await postJson(`${r.url}/v1/chat/completions`, chat())).status).toBe(200);
+      }
+    };
+    await Promise.all(Array.from({ length: 8 }, worker));
+    expect(busy.hits + idle.hits).toBe(200);
+    expect(idle.hits).toBeGreaterThanOrEqual(180);
+    const text = await metricsText(r);
+    expect(sampleValue(text, 'llmgw_router_engine_load', { endpoint: 'busy', field: 'waiting' })).toBe(20);
+    expect(sampleValue(text, 'llmgw_router_endpoint_choices_total', { model: 'm1', endpoint: 'idle' })).toBe(idle.hits);
+  });
+
+  it('with no engine metrics, follows the local in-flight count (and never reads the engines as idle)', async () => {
+    const a = await upstream();
+    const b = await upstream();
+    a.respond = a.hold;
+    b.respond = b.hold;
+    const r = await router([
+      { id: 'a', url: a.url },
+      { id: 'b', url: b.url },
+    ]);
+    await waitFor(() => r.core.endpoints.get('a')?.lastScrapeError && r.core.endpoints.get('b')?.lastScrapeError, { message: 'scrapes failed' });
+
+    const pending: Promise<unknown>[] = [];
+    for (let i = 1; i <= 10; i++) {
+      pending.push(postJson(`${r.url}/v1/chat/completions`, chat()));
+      await waitFor(() => a.held.length + b.held.length === i, { message: `request ${i} held` });
+      expect(Math.abs(a.held.length - b.held.length)).toBeLessThanOrEqual(1);
+    }
+    expect([a.held.length, b.held.length]).toEqual([5, 5]);
+    const text = await metricsText(r);
+    expect(sampleValue(text, 'llmgw_router_in_flight', { endpoint: 'a' })).toBe(5);
+    expect(sampleValue(text, 'llmgw_router_engine_load', { endpoint: 'a', field: 'waiting' })).toBeUndefined();
+    expect(sampleValue(text, 'llmgw_router_scrape_errors_total', { endpoint: 'a', reason: 'status' })).toBeGreaterThan(0);
+    a.releaseHeld();
+    b.releaseHeld();
+    await Promise.all(pending);
+  });
+});
+
+describe('admission', () => {
+  it('queues while every endpoint is saturated, then answers 429 with Retry-After (queue full at once, queue timeout at the deadline)', async () => {
+    const u = await upstream();
+    u.respond = u.hold;
+    const r = await router([{ id: 'a', url: u.url }], {
+      LLMGW_ROUTER_MAX_IN_FLIGHT: '2',
+      LLMGW_ROUTER_QUEUE_SIZE: '2',
+      LLMGW_ROUTER_QUEUE_TIMEOUT: '400ms',
+    });
+    const running = [postJson(`${r.url}/v1/chat/completions`, chat()), postJson(`${r.url}/v1/chat/completions`, chat())];
+    await waitFor(() => u.held.length === 2, { message: 'two in flight' });
+    const started = performance.now();
+    const queued = [postJson(`${r.url}/v1/chat/completions`, chat()), postJson(`${r.url}/v1/chat/completions`, chat())];
+    await waitFor(() => r.core.admission.depths().get('m1') === 2, { message: 'two queued' });
+
+    const full = await postJson(`${r.url}/v1/chat/completions`, chat());
+    expect(full.status).toBe(429);
+    expect((full.json as { error: { code: string } }).error.code).toBe('queue_full');
+    expect(Number(full.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+
+    for (const res of await Promise.all(queued)) {
+      expect(res.status).toBe(429);
+      expect(res.json).toEqual({ error: { message: expect.stringContaining('400 ms'), type: 'rate_limit_error', param: null, code: 'queue_timeout' } });
+      expect(Number(res.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    }
+    expect(performance.now() - started).toBeGreaterThanOrEqual(390);
+    expect(u.hits).toBe(2);
+    u.releaseHeld();
+    for (const res of await Promise.all(running)) expect(res.status).toBe(200);
+    const text = await metricsText(r);
+    expect(sampleValue(text, 'llmgw_router_admission_rejections_total', { model: 'm1', reason: 'queue_full' })).toBe(1);
+    expect(sampleValue(text, 'llmgw_router_admission_rejections_total', { model: 'm1', reason: 'queue_timeout' })).toBe(2);
+  });
+
+  it('lets a queued request through, in order, as soon as an endpoint frees up', async () => {
+    const u = await upstream();
+    u.respond = u.hold;
+    const r = await router([{ id: 'a', url: u.url }], { LLMGW_ROUTER_MAX_IN_FLIGHT: '1', LLMGW_ROUTER_QUEUE_TIMEOUT: '20s' });
+    const first = postJson(`${r.url}/v1/chat/completions`, chat('m1', { n: 1 }));
+    await waitFor(() => u.held.length === 1);
+    const second = postJson(`${r.url}/v1/chat/completions`, chat('m1', { n: 2 }));
+    await waitFor(() => r.core.admission.depths().get('m1') === 1);
+    const third = postJson(`${r.url}/v1/chat/completions`, chat('m1', { n: 3 }));
+    await waitFor(() => r.core.admission.depths().get('m1') === 2);
+    for (const n of [2, 3]) {
+      u.releaseHeld();
+      await waitFor(() => u.held.length === 1, { message: `request ${n} admitted` });
+      expect(JSON.parse(u.held[0].body.toString()).n).toBe(n);
+    }
+    u.releaseHeld();
+    for (const res of await Promise.all([first, second, third])) expect(res.status).toBe(200);
+  });
+
+  it('answers 503 with Retry-After for a known model no endpoint serves', async () => {
+    const u = await upstream();
+    const r = await router([{ id: 'a', url: u.url }]);
+    const res = await postJson(`${r.url}/v1/chat/completions`, chat('m2'));
+    expect(res.status).toBe(503);
+    expect(res.json).toEqual({ error: { message: expect.any(String), type: 'server_error', param: null, code: 'no_endpoints' } });
+    expect(Number(res.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+  });
+});
+
+describe('circuit breaker and retries', () => {
+  it('opens on an engine answering 500 after the threshold, then probes it once per cooldown', async () => {
+    const u = await upstream({
+      respond: (_req, res) => res.writeHead(500, { 'content-type': 'application/json' }).end('{"error":{"message":"engine broke","type":"server_error","param":null,"code":null}}'),
+    });
+    const r = await router([{ id: 'bad', url: u.url }], { LLMGW_ROUTER_BREAKER_FAILURES: '3', LLMGW_ROUTER_BREAKER_COOLDOWN: '1s' });
+    for (let i = 0; i < 3; i++) {
+      const res = await postJson(`${r.url}/v1/chat/completions`, chat());
+      expect(res.status).toBe(500); // the engine's own answer, passed through
+      expect(res.text).toContain('engine broke');
+    }
+    // The breaker opened before this third answer reached the client.
+    const opened = performance.now();
+    expect(u.hits).toBe(3);
+    const open = await postJson(`${r.url}/v1/chat/completions`, chat());
+    expect(open.status).toBe(503);
+    expect(Number(open.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    expect(u.hits).toBe(3);
+    expect(sampleValue(await metricsText(r), 'llmgw_router_breaker_state', { endpoint: 'bad', state: 'open' })).toBe(1);
+
+    // After the cooldown exactly one probe goes through; it fails, so the breaker opens again.
+    await waitFor(async () => (await postJson(`${r.url}/v1/chat/completions`, chat())).status === 500, { deadlineMs: 5_000, intervalMs: 50, message: 'probe' });
+    expect(performance.now() - opened).toBeGreaterThanOrEqual(800);
+    expect(u.hits).toBe(4);
+    expect((await postJson(`${r.url}/v1/chat/completions`, chat())).status).toBe(503);
+
+    // The engine recovers: the next probe succeeds and the breaker closes.
+    u.respond = answerOk;
+    await waitFor(async () => (await postJson(`${r.url}/v1/chat/completions`, chat())).status === 200, { deadlineMs: 5_000, intervalMs: 50, message: 'recovery' });
+    expect((await postJson(`${r.url}/v1/chat/completions`, chat())).status).toBe(200);
+    const text = await metricsText(r);
+    expect(sampleValue(text, 'llmgw_router_breaker_state', { endpoint: 'bad', state: 'closed' })).toBe(1);
+    for (const [from, to] of [['closed', 'open'], ['open', 'half-open'], ['half-open', 'open'], ['half-open', 'closed']]) {
+      expect(sampleValue(text, 'llmgw_router_breaker_transitions_total', { endpoint: 'bad', from, to })).toBeGreaterThanOrEqual(1);
+    }
+  });
+
+  it('retries a refused connection on another endpoint, opens the dead one, and probes it after the cooldown', async () => {
+    const live = await upstream();
+    const gone = await FakeUpstream.start();
+    const deadUrl = gone.url;
+    await gone.close(); // nothing listens there any more
+    const r = await router(
+      [
+        { id: 'dead', url: deadUrl },
+        { id: 'live', url: live.url },
+      ],
+      { LLMGW_ROUTER_BREAKER_FAILURES: '2', LLMGW_ROUTER_BREAKER_COOLDOWN: '2s' },
+    );
+    const connectErrors = async (): Promise<number> => sampleValue(await metricsText(r), 'llmgw_router_upstream_errors_total', { endpoint: 'dead', kind: 'connect' }) ?? 0;
+    await waitFor(
+      async () => {
+        expect((await postJson(`${r.url}/v1/chat/completions`, chat())).status).toBe(200);
+        return r.core.endpoints.get('dead')?.breaker.state === 'open';
+      },
+      { deadlineMs: 10_000, intervalMs: 1, message: 'dead endpoint breaker open' },
+    );
+    expect(await connectErrors()).toBe(2);
+    const openedAt = performance.now();
+    for (let i = 0; i < 10; i++) expect((await postJson(`${r.url}/v1/chat/completions`, chat())).status).toBe(200);
+    // While open, nothing is sent to the dead endpoint (checked only if these requests beat the cooldown).
+    if (performance.now() - openedAt < 1_900) expect(await connectErrors()).toBe(2);
+    await waitFor(
+      async () => {
+        expect((await postJson(`${r.url}/v1/chat/completions`, chat())).status).toBe(200);
+        return (await connectErrors()) === 3;
+      },
+      { deadlineMs: 10_000, intervalMs: 20, message: 'dead endpoint probed after the cooldown' },
+    );
+    expect(sampleValue(await metricsText(r), 'llmgw_router_retries_total', { model: 'm1', reason: 'connect' })).toBe(3);
+  });
+
+  it('resends once, on a fresh connection and without blaming the engine, when a pooled connection turns out closed', async () => {
+    const served = new WeakMap<object, number>();
+    const u = await upstream({
+      respond: (req, res, body) => {
+        const n = (served.get(req.socket) ?? 0) + 1;
+        served.set(req.socket, n);
+        // The second request on a kept-alive connection finds it closed under it.
+        if (n === 2) req.socket.destroy();
+        else answerOk(req, res, body);
+      },
+    });
+    const r = await router([{ id: 'a', url: u.url }], { LLMGW_ROUTER_RETRIES: '0', LLMGW_ROUTER_BREAKER_FAILURES: '1' });
+    for (let i = 0; i < 4; i++) expect((await postJson(`${r.url}/v1/chat/completions`, chat())).status).toBe(200);
+    expect(u.hits).toBeGreaterThan(4);
+    expect(r.core.endpoints.get('a')?.breaker.state).toBe('closed');
+  });
+
+  it('answers 502 in the OpenAI shape when every endpoint refuses', async () => {
+    const gone = await FakeUpstream.start();
+    const url = gone.url;
+    await gone.close();
+    const r = await router([{ id: 'dead', url }]);
+    const res = await postJson(`${r.url}/v1/chat/completions`, chat());
+    expect(res.status).toBe(502);
+    expect(res.json).toEqual({ error: { message: expect.stringContaining('ECONNREFUSED'), type: 'server_error', param: null, code: 'upstream_unavailable' } });
+  });
+
+  it('retries a 503 from the engine and a hung engine (first-byte timeout) on another endpoint', async () => {
+    const overloaded = await upstream({ respond: (_req, res) => res.writeHead(503).end('busy') });
+    const hung = await upstream();
+    hung.respond = hung.hold;
+    const good = await upstream();
+    const r = await router(
+      [
+        { id: 'overloaded', url: overloaded.url },
+        { id: 'hung', url: hung.url },
+        { id: 'good', url: good.url },
+      ],
+      { LLMGW_ROUTER_FIRST_BYTE_TIMEOUT: '300ms' },
+    );
+    for (let i = 0; i < 6; i++) expect((await postJson(`${r.url}/v1/chat/completions`, chat())).status).toBe(200);
+    expect(good.hits).toBe(6);
+    expect(overloaded.hits + hung.hits).toBeGreaterThan(0);
+  });
+});
+
+describe('after the first byte', () => {
+  const twoEvents = 'data: {"id":"1","choices":[{"index":0,"delta":{"content":"a"}}]}\n\ndata: {"id":"1","choices":[{"index":0,"delta":{"content":"b"}}]}\n\n';
+
+  it.each([
+    ['the engine closes the connection', 'cut'],
+    ['the engine goes silent past the idle timeout', 'silent'],
+  ])('ends an SSE stream with an OpenAI-shaped error event when %s', async (_name, how) => {
+    const u = await upstream({
+      respond: (_req, res) => {
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        res.write(twoEvents);
+        if (how === 'cut') setTimeout(() => res.destroy(), 20);
+      },
+    });
+    const r = await router([{ id: 'a', url: u.url }], { LLMGW_ROUTER_IDLE_TIMEOUT: '300ms' });
+    const started = performance.now();
+    const res = await fetch(`${r.url}/v1/chat/completions`, { method: 'POST', body: JSON.stringify(chat('m1', { stream: true })) });
+    expect(res.status).toBe(200);
+    const text = await res.text();
+    expect(performance.now() - started).toBeLessThan(5_000);
+    expect(text.startsWith(twoEvents)).toBe(true);
+    const last = text.slice(twoEvents.length);
+    expect(last.endsWith('\n\n')).toBe(true);
+    expect(JSON.parse(last.replace(/^data: /, ''))).toEqual({ error: { message: expect.any(String), type: 'server_error', param: null, code: 'stream_interrupted' } });
+    // The official client surfaces it as an error rather than hanging or ending quietly.
+    const client = new OpenAI({ baseURL: `${r.url}/v1`, apiKey: 'unused', maxRetries: 0 });
+    const stream = await client.chat.completions.create({ model: 'm1', messages: [{ role: 'user', content: 'hi' }], stream: true });
+    await expect(
+      (async () => {
+        for await (const _ of stream) void _;
+      })(),
+    ).rejects.toThrow(/stopped in the middle/);
+    expect(sampleValue(await metricsText(r), 'llmgw_router_stream_errors_total', { model: 'm1' })).toBe(2);
+  });
+});

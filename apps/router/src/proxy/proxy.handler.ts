@@ -1,0 +1,558 @@
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Clock } from '@llmgw/domain';
+import type { Logger } from 'pino';
+import { Waiter, type Admission, type AdmissionService } from '../admission/admission.service';
+import { sendError, sseErrorEvent, type ErrorHeaders, type RouterErrorKind } from '../api/openai-error.mapper';
+import type { ApiKeyAuthenticator } from '../auth/api-key.authenticator';
+import type { CatalogView } from '../endpoints/catalog.view';
+import type { EndpointRegistry } from '../endpoints/endpoint.registry';
+import type { EndpointState } from '../endpoints/endpoint.state';
+import type { RouterMetrics } from '../metrics/router.metrics';
+import type { EngineCall, EnginePool, EngineRequestError, EngineResponseHandler } from './engine-connection.pool';
+import type { ResponseHead } from './http1-response.parser';
+
+/** Proxy settings; sizes in bytes, times in milliseconds. */
+export interface ProxyOptions {
+  /** Largest request body accepted; larger → 413. */
+  readonly maxBodyBytes: number;
+  /** Extra attempts on other endpoints after a failure before the first response byte. */
+  readonly maxRetries: number;
+  /** Longest a new TCP connection to an engine may take. */
+  readonly connectTimeoutMs: number;
+  /** Longest wait for an engine's response headers once the request is sent. */
+  readonly firstByteTimeoutMs: number;
+  /** Longest silence from an engine in the middle of a response. */
+  readonly idleTimeoutMs: number;
+}
+
+type RouteName = 'chat' | 'completions' | 'embeddings' | 'models';
+
+const ROUTES: ReadonlyMap<string, { readonly name: RouteName; readonly method: 'GET' | 'POST' }> = new Map([
+  ['/v1/chat/completions', { name: 'chat', method: 'POST' }],
+  ['/v1/completions', { name: 'completions', method: 'POST' }],
+  ['/v1/embeddings', { name: 'embeddings', method: 'POST' }],
+  ['/v1/models', { name: 'models', method: 'GET' }],
+] as const);
+
+/** A path segment decoded; malformed escapes stay as written (they then name no model). */
+function safeDecode(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return segment;
+  }
+}
+
+/** True for request targets the OpenAI proxy answers (everything under `/v1`). */
+export function isApiPath(url: string | undefined): boolean {
+  return url !== undefined && url.startsWith('/v1') && (url.length === 3 || url[3] === '/' || url[3] === '?');
+}
+
+/** Request headers never forwarded to an engine: hop-by-hop, and what the router sets itself. */
+const DROP_REQUEST = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'te', 'trailer', 'upgrade', 'expect', 'host', 'content-length', 'proxy-authorization']);
+/** Response headers never passed back: hop-by-hop (Node frames the client connection itself). */
+const DROP_RESPONSE = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'te', 'trailer', 'upgrade']);
+
+/** One attempt at one endpoint: receives the engine's response for the exchange. */
+class Attempt implements EngineResponseHandler {
+  call: EngineCall | undefined;
+  settled = false;
+  responded = false;
+
+  constructor(
+    private readonly proxy: ProxyHandler,
+    readonly ex: Exchange,
+    readonly state: EndpointState,
+  ) {}
+
+  // Each callback is guarded like ProxyHandler.step, without allocating a closure per body piece.
+  onHead(head: ResponseHead): void {
+    try {
+      this.proxy.onHead(this, head);
+    } catch (error) {
+      this.proxy.stepFailed(this.ex, error);
+    }
+  }
+
+  onBody(piece: Buffer): void {
+    try {
+      this.proxy.onBody(this, piece);
+    } catch (error) {
+      this.proxy.stepFailed(this.ex, error);
+    }
+  }
+
+  onEnd(): void {
+    try {
+      this.proxy.onEnd(this);
+    } catch (error) {
+      this.proxy.stepFailed(this.ex, error);
+    }
+  }
+
+  onError(error: EngineRequestError): void {
+    try {
+      this.proxy.onEngineError(this, error);
+    } catch (thrown) {
+      this.proxy.stepFailed(this.ex, thrown);
+    }
+  }
+}
+
+/** One client request, from arrival to the end of its response. */
+class Exchange {
+  model = '';
+  body: Buffer = EMPTY;
+  /** Request header lines forwarded to the engine, ending with Content-Length and the blank line. */
+  headerBlock: string | undefined;
+  queuedMs = 0;
+  attempts = 0;
+  first: EndpointState | undefined;
+  tried: Set<EndpointState> | undefined;
+  current: Attempt | undefined;
+  waiter: Waiter | undefined;
+  staleRetried = false;
+  clientGone = false;
+  finished = false;
+  sse = false;
+  fixedLength = false;
+  /** Body length announced by the engine (framing 'length'); the last piece ends the response in the same write. */
+  expectedBytes = -1;
+  ended = false;
+  bytes = 0;
+  lastChunk: Buffer | undefined;
+  status = 0;
+  resume: (() => void) | undefined;
+
+  constructor(
+    readonly req: IncomingMessage,
+    readonly res: ServerResponse,
+    readonly route: RouteName,
+    readonly start: number,
+  ) {}
+}
+
+const EMPTY = Buffer.alloc(0);
+const NO_LABELS: readonly string[] = [];
+/** Stream errors handled through 'close'/'aborted' paths; the listener only keeps them from being thrown. */
+const ignore = (): void => undefined;
+
+/** True when an SSE byte stream chunk ends an event (`\n\n` or `\r\n\r\n`), so another event may follow cleanly. */
+function endsWithBlankLine(chunk: Buffer): boolean {
+  const n = chunk.length;
+  if (n < 2 || chunk[n - 1] !== 0x0a) return false;
+  return chunk[n - 2] === 0x0a || (n >= 4 && chunk[n - 2] === 0x0d && chunk[n - 3] === 0x0a);
+}
+
+type UpstreamFailure = 'connect' | 'reset' | 'timeout' | 'status_5xx' | 'stream_cut';
+
+/**
+ * The OpenAI API on the hot path, as a plain Node `(req, res)` handler: authenticate → route →
+ * read the body once (bounded) → find `model` → resolve it in the catalog → admission → send the
+ * **original bytes** to the chosen engine over a pooled keep-alive connection → pass the answer back
+ * untouched (SSE included) → release. A failure before the first response byte (connect error,
+ * reset, timeout, 502/503 from the engine) is retried on another endpoint within the budget;
+ * after it, an SSE response ends with an OpenAI-shaped error event and a plain one is closed.
+ * Every refusal is OpenAI-shaped (see openai-error.mapper).
+ */
+export class ProxyHandler {
+  private readonly debug: boolean;
+  private readonly modelLists = new WeakMap<CatalogView, Buffer>();
+
+  constructor(
+    private readonly registry: EndpointRegistry,
+    private readonly admission: AdmissionService,
+    private readonly auth: ApiKeyAuthenticator | undefined,
+    private readonly metrics: RouterMetrics,
+    private readonly pool: EnginePool,
+    private readonly clock: Clock,
+    private readonly logger: Logger,
+    private readonly options: ProxyOptions,
+  ) {
+    this.debug = logger.isLevelEnabled('debug');
+  }
+
+  /** Answers one request under `/v1`. Never throws; every path ends the response. */
+  readonly handle = (req: IncomingMessage, res: ServerResponse): void => {
+    try {
+      this.route(req, res);
+    } catch (error) {
+      this.internalError(req, res, error);
+    }
+  };
+
+  private route(req: IncomingMessage, res: ServerResponse): void {
+    const start = performance.now();
+    // 1. Authentication comes before anything else, even routing.
+    if (this.auth !== undefined && this.auth.authenticate(req.headers.authorization) === undefined) {
+      this.metrics.authFailures.inc();
+      const status = sendError(res, 'unauthorized', 'Missing or invalid API key: send "Authorization: Bearer <key>".', null, {
+        'www-authenticate': 'Bearer',
+      });
+      this.count('', '', status, start);
+      return;
+    }
+    // 2. Route.
+    const url = req.url ?? '/';
+    const q = url.indexOf('?');
+    const path = q < 0 ? url : url.slice(0, q);
+    const route = ROUTES.get(path);
+    if (route === undefined) {
+      if (path.startsWith('/v1/models/') && req.method === 'GET') return this.retrieveModel(res, safeDecode(path.slice(11)), start);
+      this.count('', '', sendError(res, 'unknown_route', `Unknown request URL: ${req.method} ${path}.`), start);
+      return;
+    }
+    if (req.method !== route.method) {
+      const status = sendError(res, 'method_not_allowed', `Method ${req.method} is not allowed on ${path}; use ${route.method}.`, null, { allow: route.method });
+      this.count(route.name, '', status, start);
+      return;
+    }
+    if (route.name === 'models') return this.listModels(res, start);
+    // 3. Read the body once, bounded.
+    const ex = new Exchange(req, res, route.name, start);
+    res.on('close', () => this.onClientClose(ex));
+    const declared = req.headers['content-length'];
+    if (declared !== undefined && Number(declared) > this.options.maxBodyBytes) {
+      this.refuseTooLarge(ex);
+      return;
+    }
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let tooLarge = false;
+    req.on('data', (chunk: Buffer) => {
+      if (tooLarge) return;
+      size += chunk.length;
+      if (size > this.options.maxBodyBytes) {
+        tooLarge = true;
+        chunks.length = 0;
+        this.refuseTooLarge(ex);
+        return;
+      }
+      chunks.push(chunk);
+    });
+    req.on('end', () => {
+      if (tooLarge || ex.clientGone) return;
+      this.step(ex, () => this.onRequestBody(ex, chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size)));
+    });
+    req.on('error', ignore);
+  }
+
+  /** @internal Runs a step of the exchange; a bug in it answers 500 (or closes a started response) instead of killing the process. */
+  step(ex: Exchange, run: () => void): void {
+    try {
+      run();
+    } catch (error) {
+      this.stepFailed(ex, error);
+    }
+  }
+
+  /** @internal A step threw: release what the exchange holds, answer 500 (or close a started response), log an error id. */
+  stepFailed(ex: Exchange, error: unknown): void {
+    const at = ex.current;
+    if (at !== undefined && !at.settled) {
+      this.settle(at, 'abandoned');
+      at.call?.abort();
+    }
+    this.internalError(ex.req, ex.res, error);
+    this.finish(ex, 500);
+  }
+
+  private internalError(req: IncomingMessage, res: ServerResponse, error: unknown): void {
+    const errorId = randomUUID();
+    this.logger.error({ errorId, err: error instanceof Error ? error.stack : String(error), url: req.url }, 'internal error while proxying');
+    if (res.headersSent) res.destroy();
+    else sendError(res, 'internal', `Internal error in the router (error id ${errorId}).`);
+  }
+
+  private refuseTooLarge(ex: Exchange): void {
+    this.fail(ex, 'body_too_large', `Request body is larger than the limit of ${this.options.maxBodyBytes} bytes.`, null, { connection: 'close' });
+  }
+
+  // 4. Parse, find and resolve `model`, ask admission.
+  private onRequestBody(ex: Exchange, body: Buffer): void {
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(body.toString('utf8'));
+    } catch (error) {
+      this.fail(ex, 'invalid_json', `Request body is not valid JSON: ${error instanceof Error ? error.message : String(error)}`);
+      return;
+    }
+    if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
+      this.fail(ex, 'invalid_request', 'Request body must be a JSON object.');
+      return;
+    }
+    const requested = (parsed as { model?: unknown }).model;
+    if (typeof requested !== 'string' || requested === '') {
+      this.fail(ex, 'invalid_request', 'you must provide a model parameter', 'model');
+      return;
+    }
+    const model = this.registry.catalog.resolve(requested);
+    if (model === undefined) {
+      this.fail(ex, 'model_not_found', `The model \`${requested.slice(0, 256)}\` does not exist.`, 'model');
+      return;
+    }
+    ex.model = model.name;
+    ex.body = body;
+    const admission = this.admission.admit(model.name);
+    if (admission instanceof Waiter) {
+      ex.waiter = admission;
+      void admission.promise.then((a) => this.step(ex, () => this.onAdmission(ex, a)));
+      return;
+    }
+    this.onAdmission(ex, admission);
+  }
+
+  private onAdmission(ex: Exchange, admission: Admission): void {
+    ex.waiter = undefined;
+    if (!admission.ok) {
+      const r = admission.refusal;
+      this.fail(ex, r.kind, r.message, null, { 'retry-after': r.retryAfterSeconds });
+      return;
+    }
+    const { state, queuedMs } = admission.lease;
+    if (ex.clientGone) {
+      state.release('abandoned');
+      this.admission.wake(state.endpoint.model);
+      return;
+    }
+    ex.queuedMs = queuedMs;
+    ex.first = state;
+    this.send(ex, state);
+    this.metrics.overhead.observe(NO_LABELS, (performance.now() - ex.start - queuedMs) / 1000);
+  }
+
+  // 5. Forward the original bytes.
+  private send(ex: Exchange, state: EndpointState): void {
+    ex.attempts++;
+    this.metrics.endpointChoices.inc([ex.model, state.id]);
+    const t = state.target;
+    ex.headerBlock ??= this.headerBlock(ex);
+    const head = Buffer.from(`POST ${t.basePath}${ex.req.url ?? '/'} HTTP/1.1\r\nhost: ${t.host}\r\n${ex.headerBlock}`, 'latin1');
+    const attempt = new Attempt(this, ex, state);
+    ex.current = attempt;
+    attempt.call = this.pool.request(t, [head, ex.body], attempt, { firstByteMs: this.options.firstByteTimeoutMs, idleMs: this.options.idleTimeoutMs });
+  }
+
+  /** The client's header lines as received (the parser has validated them), minus hop-by-hop ones and the router's key. */
+  private headerBlock(ex: Exchange): string {
+    const raw = ex.req.rawHeaders;
+    let block = '';
+    for (let i = 0; i < raw.length; i += 2) {
+      const name = raw[i].toLowerCase();
+      if (DROP_REQUEST.has(name)) continue;
+      // The router's API key is the router's: never hand it to an engine.
+      if (name === 'authorization' && this.auth !== undefined) continue;
+      block += `${raw[i]}: ${raw[i + 1]}\r\n`;
+    }
+    return `${block}content-length: ${ex.body.length}\r\n\r\n`;
+  }
+
+  // 6. Pass the answer back untouched.
+  /** @internal */
+  onHead(at: Attempt, head: ResponseHead): void {
+    const ex = at.ex;
+    if (at.settled) return;
+    const status = head.status;
+    if ((status === 502 || status === 503) && !ex.clientGone && ex.attempts <= this.options.maxRetries) {
+      const next = this.nextEndpoint(ex, at.state);
+      if (next !== undefined) {
+        at.call?.abort();
+        this.settle(at, 'failure', 'status_5xx');
+        this.retry(ex, next, 'status_5xx', `HTTP ${status}`);
+        return;
+      }
+    }
+    at.responded = true;
+    ex.status = status;
+    this.metrics.timeToFirstByte.observe([ex.model], (performance.now() - ex.start) / 1000);
+    const raw = head.rawHeaders;
+    const headers: string[] = [];
+    for (let i = 0; i < raw.length; i += 2) {
+      const name = raw[i].toLowerCase();
+      if (DROP_RESPONSE.has(name)) continue;
+      if (name === 'content-type' && raw[i + 1].startsWith('text/event-stream')) ex.sse = true;
+      else if (name === 'content-length' && head.framing === 'length') {
+        ex.fixedLength = true;
+        ex.expectedBytes = Number(raw[i + 1]);
+      }
+      headers.push(raw[i], raw[i + 1]);
+    }
+    ex.res.writeHead(status, headers);
+  }
+
+  /** @internal */
+  onBody(at: Attempt, piece: Buffer): void {
+    if (at.settled) return;
+    const ex = at.ex;
+    ex.bytes += piece.length;
+    ex.lastChunk = piece;
+    if (ex.bytes === ex.expectedBytes) {
+      // The whole body is here: head, body and end leave in one write.
+      ex.ended = true;
+      ex.res.end(piece);
+      return;
+    }
+    if (ex.res.write(piece)) return;
+    // Backpressure: a slow client slows the engine's stream, never the router's memory.
+    at.call?.pause();
+    ex.res.once('drain', (ex.resume ??= () => at.call?.resume()));
+  }
+
+  /** @internal */
+  onEnd(at: Attempt): void {
+    if (at.settled) return;
+    const ex = at.ex;
+    const failed = ex.status >= 500;
+    this.settle(at, failed ? 'failure' : 'success', failed ? 'status_5xx' : undefined);
+    if (!ex.ended) ex.res.end();
+    this.finish(ex, ex.status);
+  }
+
+  /** @internal */
+  onEngineError(at: Attempt, error: EngineRequestError): void {
+    if (at.settled) return;
+    const ex = at.ex;
+    if (at.responded) {
+      this.cut(ex, at, error.message);
+      return;
+    }
+    const failure: UpstreamFailure = error.kind === 'connect' ? 'connect' : error.kind === 'timeout' ? 'timeout' : 'reset';
+    // A pooled connection the engine closed just as it was reused: not the engine failing.
+    if (failure === 'reset' && error.reused && !ex.staleRetried && !ex.clientGone) {
+      ex.staleRetried = true;
+      this.settle(at, 'abandoned');
+      at.state.acquire(this.clock.now());
+      ex.attempts--;
+      this.send(ex, at.state);
+      return;
+    }
+    this.settle(at, 'failure', failure);
+    if (ex.clientGone) return;
+    if (ex.attempts <= this.options.maxRetries) {
+      const next = this.nextEndpoint(ex, at.state);
+      if (next !== undefined) {
+        this.retry(ex, next, failure, error.message);
+        return;
+      }
+    }
+    this.logger.warn({ requestId: this.requestId(ex), model: ex.model, replicaId: at.state.id, err: error.message, attempts: ex.attempts }, 'engine request failed before a response; no retry left');
+    const kind: RouterErrorKind = failure === 'timeout' ? 'upstream_timeout' : 'upstream_unavailable';
+    this.fail(ex, kind, `The engine serving model '${ex.model}' failed before answering (${error.message}); tried ${ex.attempts} endpoint(s).`);
+  }
+
+  private nextEndpoint(ex: Exchange, failed: EndpointState): EndpointState | undefined {
+    if (ex.tried === undefined) {
+      ex.tried = new Set();
+      if (ex.first !== undefined) ex.tried.add(ex.first);
+    }
+    ex.tried.add(failed);
+    return this.admission.pickForRetry(ex.model, ex.tried);
+  }
+
+  private retry(ex: Exchange, next: EndpointState, reason: UpstreamFailure, detail: string): void {
+    this.metrics.retries.inc({ model: ex.model, reason });
+    if (this.debug) this.logger.debug({ requestId: this.requestId(ex), model: ex.model, replicaId: next.id, reason, detail }, 'retrying on another endpoint');
+    ex.tried?.add(next);
+    this.send(ex, next);
+  }
+
+  /** The response already started: end an SSE stream with an error event, close anything else. */
+  private cut(ex: Exchange, at: Attempt, detail: string): void {
+    this.settle(at, 'failure', 'stream_cut');
+    at.call?.abort();
+    this.metrics.streamErrors.inc({ model: ex.model });
+    this.logger.warn({ requestId: this.requestId(ex), model: ex.model, replicaId: at.state.id, err: detail, bytes: ex.bytes }, 'engine response cut after it started');
+    if (!ex.clientGone) {
+      const res = ex.res;
+      if (ex.sse && !ex.fixedLength) {
+        const last = ex.lastChunk;
+        const atBoundary = last === undefined || endsWithBlankLine(last);
+        const event = sseErrorEvent('stream_interrupted', `The engine serving model '${ex.model}' stopped in the middle of the response: ${detail}`);
+        res.end(atBoundary ? event : `\n\n${event}`, () => res.socket?.end());
+      } else {
+        res.destroy();
+      }
+    }
+    this.finish(ex, ex.status);
+  }
+
+  private settle(at: Attempt, outcome: 'success' | 'failure' | 'abandoned', failure?: UpstreamFailure): void {
+    if (at.settled) return;
+    at.settled = true;
+    at.state.release(outcome);
+    if (failure !== undefined) this.metrics.upstreamErrors.inc({ endpoint: at.state.id, kind: failure });
+    this.admission.wake(at.state.endpoint.model);
+  }
+
+  private onClientClose(ex: Exchange): void {
+    if (ex.res.writableFinished || ex.clientGone) return;
+    ex.clientGone = true;
+    ex.waiter?.cancel();
+    const at = ex.current;
+    if (at !== undefined && !at.settled) {
+      this.settle(at, 'abandoned');
+      at.call?.abort();
+    }
+    // 499: nginx's "client closed request".
+    this.finish(ex, 499);
+  }
+
+  private fail(ex: Exchange, kind: RouterErrorKind, message: string, param: string | null = null, headers?: ErrorHeaders): void {
+    if (ex.clientGone || ex.finished) return;
+    const status = sendError(ex.res, kind, message, param, headers);
+    this.finish(ex, status);
+  }
+
+  private finish(ex: Exchange, status: number): void {
+    if (ex.finished) return;
+    ex.finished = true;
+    this.count(ex.route, ex.model, status, ex.start);
+    if (ex.bytes > 0) this.metrics.responseBytes.inc([ex.model], ex.bytes);
+    if (this.debug) {
+      this.logger.debug(
+        { requestId: this.requestId(ex), model: ex.model, replicaId: ex.current?.state.id, status, attempts: ex.attempts, queuedMs: ex.queuedMs, bytes: ex.bytes },
+        'request finished',
+      );
+    }
+  }
+
+  private count(route: string, model: string, status: number, start: number): void {
+    this.metrics.requests.inc([route, model, String(status)]);
+    this.metrics.requestDuration.observe([route, model], (performance.now() - start) / 1000);
+  }
+
+  private requestId(ex: Exchange): string {
+    const given = ex.req.headers['x-request-id'];
+    if (typeof given === 'string' && given !== '') return given;
+    const id = randomUUID();
+    ex.req.headers['x-request-id'] = id;
+    return id;
+  }
+
+  private listModels(res: ServerResponse, start: number): void {
+    const catalog = this.registry.catalog;
+    let body = this.modelLists.get(catalog);
+    if (body === undefined) {
+      const created = Math.floor(this.clock.now() / 1000);
+      const data = catalog.listed.map((m) => ({ id: m.id, object: 'model', created, owned_by: 'llmgw', root: m.model }));
+      body = Buffer.from(JSON.stringify({ object: 'list', data }));
+      this.modelLists.set(catalog, body);
+    }
+    res.writeHead(200, { 'content-type': 'application/json', 'content-length': body.length });
+    res.end(body);
+    this.count('models', '', 200, start);
+  }
+
+  private retrieveModel(res: ServerResponse, id: string, start: number): void {
+    const m = this.registry.catalog.resolve(id);
+    if (m === undefined) {
+      this.count('models', '', sendError(res, 'model_not_found', `The model \`${id.slice(0, 256)}\` does not exist.`, 'model'), start);
+      return;
+    }
+    const body = JSON.stringify({ id, object: 'model', created: Math.floor(this.clock.now() / 1000), owned_by: 'llmgw', root: m.name });
+    res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
+    res.end(body);
+    this.count('models', m.name, 200, start);
+  }
+}

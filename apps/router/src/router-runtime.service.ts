@@ -1,0 +1,62 @@
+import { Inject, Injectable, type BeforeApplicationShutdown, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
+import { HttpAdapterHost } from '@nestjs/core';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import { ReadinessService, ROOT_LOGGER, type Logger, type ReadinessGate } from '@llmgw/observability';
+import { isApiPath } from './proxy/proxy.handler';
+import { RouterCore } from './router.core';
+
+type RequestListener = (req: IncomingMessage, res: ServerResponse) => void;
+
+/**
+ * Puts the router core into the Nest app's lifecycle: at bootstrap it installs the proxy as
+ * the HTTP server's request listener *ahead of* Express — `/v1/*` never enters Express's
+ * router, middleware or body parsing; everything else (/healthz, /readyz, /metrics) goes on
+ * to Express — and starts the core. Readiness stays false until the first routing table.
+ * At shutdown it stops the background work and refuses queued requests before the listener
+ * closes, and releases sockets after it has.
+ */
+@Injectable()
+export class RouterRuntimeService implements OnApplicationBootstrap, BeforeApplicationShutdown, OnApplicationShutdown {
+  private readonly gate: ReadinessGate;
+  private readonly logger: Logger;
+
+  constructor(
+    private readonly core: RouterCore,
+    private readonly adapterHost: HttpAdapterHost,
+    readiness: ReadinessService,
+    @Inject(ROOT_LOGGER) logger: Logger,
+  ) {
+    this.logger = logger.child({ context: 'RouterRuntimeService' });
+    this.gate = readiness.gate(
+      'routing-table',
+      core.mode === 'controller' ? 'no endpoint snapshot from the controller yet' : 'routing table not loaded yet',
+    );
+  }
+
+  onApplicationBootstrap(): void {
+    const server = this.adapterHost.httpAdapter.getHttpServer() as Server;
+    // Outlive the idle timeout of a load balancer in front (commonly 60 s), so it never reuses a
+    // connection the router is closing at that moment (a spurious 502 at the balancer).
+    server.keepAliveTimeout = 65_000;
+    server.headersTimeout = 66_000;
+    const framework = server.listeners('request') as RequestListener[];
+    server.removeAllListeners('request');
+    const proxy = this.core.handle;
+    server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+      if (isApiPath(req.url)) proxy(req, res);
+      else for (const listener of framework) listener.call(server, req, res);
+    });
+    this.core.start(() => {
+      this.gate.open();
+      this.logger.info({ revision: this.core.endpoints.revision }, 'ready: routing table received');
+    });
+  }
+
+  async beforeApplicationShutdown(): Promise<void> {
+    await this.core.drain();
+  }
+
+  onApplicationShutdown(): void {
+    this.core.close();
+  }
+}

@@ -1,0 +1,183 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { hostname } from 'node:os';
+import { credentials } from '@grpc/grpc-js';
+import type { Clock, Rng } from '@llmgw/domain';
+import { RouterServiceClient } from '@llmgw/proto';
+import { buildScorers, EndpointPicker } from '@llmgw/routing';
+import type { Logger } from 'pino';
+import type { Registry } from 'prom-client';
+import { AdmissionService } from './admission/admission.service';
+import { ApiKeyAuthenticator, loadApiKeysFile } from './auth/api-key.authenticator';
+import type { RouterConfig } from './config/router.config';
+import { EndpointRegistry } from './endpoints/endpoint.registry';
+import type { RoutingSnapshot } from './endpoints/routing-snapshot';
+import { RouterMetrics } from './metrics/router.metrics';
+import { EnginePool } from './proxy/engine-connection.pool';
+import { ProxyHandler } from './proxy/proxy.handler';
+import { EndpointScraper } from './scrape/endpoint.scraper';
+import { loadStaticConfig } from './static/static-config.parser';
+import { GrpcUsageSink } from './usage/grpc-usage.sink';
+import { UsageReporter } from './usage/usage.reporter';
+import type { UsageSink } from './usage/usage.sink';
+import { ControllerWatch } from './watch/controller.watch';
+
+/** What the router core is built from. Clock, randomness and the usage sink may be replaced in tests. */
+export interface RouterCoreDeps {
+  readonly config: RouterConfig;
+  readonly logger: Logger;
+  readonly registry: Registry;
+  readonly clock?: Clock;
+  readonly rng?: Rng;
+  /** Where usage reports go; default: the controller over gRPC when one is configured, else nowhere. */
+  readonly usageSink?: UsageSink;
+}
+
+const systemClock: Clock = { now: () => Date.now() };
+const systemRng: Rng = { next: () => Math.random() };
+
+/**
+ * The router without its web framework: endpoint registry, picker, admission, proxy, scraper,
+ * watch stream and usage reporter, wired from the config. Loads the static config and API keys
+ * files at construction (a bad file refuses to start, naming every problem). `start()` begins
+ * the background work; `handle` serves `/v1/*`.
+ */
+export class RouterCore {
+  readonly endpoints: EndpointRegistry;
+  readonly admission: AdmissionService;
+  readonly metrics: RouterMetrics;
+  readonly proxy: ProxyHandler;
+  readonly scraper: EndpointScraper;
+  readonly watch: ControllerWatch | undefined;
+  readonly usage: UsageReporter | undefined;
+  readonly routerId: string;
+  private readonly pool: EnginePool;
+  private readonly client: RouterServiceClient | undefined;
+  private readonly seed: RoutingSnapshot | undefined;
+  private readonly logger: Logger;
+  private started = false;
+
+  constructor(deps: RouterCoreDeps) {
+    const { config } = deps;
+    const clock = deps.clock ?? systemClock;
+    const rng = deps.rng ?? systemRng;
+    this.logger = deps.logger.child({ context: 'RouterCore' });
+    this.routerId = config.routerId ?? `${hostname()}-${process.pid}`;
+    this.seed = config.configFile !== undefined ? loadStaticConfig(config.configFile) : undefined;
+    const auth = config.apiKeysFile !== undefined ? new ApiKeyAuthenticator(loadApiKeysFile(config.apiKeysFile)) : undefined;
+
+    this.metrics = new RouterMetrics(deps.registry);
+    const breakerLog = deps.logger.child({ context: 'CircuitBreaker' });
+    this.endpoints = new EndpointRegistry({
+      clock,
+      breaker: config.breaker,
+      scrapeStaleAfterMs: config.scrape.staleAfterMs,
+      onBreakerTransition: (state, t) => {
+        this.metrics.breakerTransitions.inc({ endpoint: state.id, from: t.from, to: t.to });
+        const level = t.to === 'open' ? 'warn' : 'info';
+        breakerLog[level]({ replicaId: state.id, model: state.endpoint.model, from: t.from, to: t.to }, `circuit breaker ${t.to}`);
+      },
+    });
+    const picker = new EndpointPicker(buildScorers(config.scorerWeights), rng);
+    this.admission = new AdmissionService(this.endpoints, picker, clock, config.admission, {
+      queued: (model, waited, outcome) => this.metrics.queueWait.observe({ model, outcome }, waited),
+      refused: (model, reason) => this.metrics.admissionRejections.inc({ model, reason }),
+    });
+    // Keep-alive connections to every engine, reused across requests. Idle ones close after 4 s,
+    // before engines' own keep-alive (uvicorn: 5 s) can close them under a request; a reused
+    // connection that was closed anyway is resent once (see ProxyHandler).
+    this.pool = new EnginePool({ connectTimeoutMs: config.proxy.connectTimeoutMs, idleSocketTimeoutMs: 4_000, maxIdlePerEngine: 1_024 });
+    this.proxy = new ProxyHandler(
+      this.endpoints,
+      this.admission,
+      auth,
+      this.metrics,
+      this.pool,
+      clock,
+      deps.logger.child({ context: 'ProxyHandler' }),
+      config.proxy,
+    );
+    this.scraper = new EndpointScraper(this.endpoints, clock, config.scrape, this.metrics, deps.logger.child({ context: 'EndpointScraper' }), (state) =>
+      this.admission.wake(state.endpoint.model),
+    );
+
+    if (config.controllerAddress !== undefined) {
+      this.client = new RouterServiceClient(config.controllerAddress, credentials.createInsecure());
+      this.watch = new ControllerWatch(
+        this.client,
+        this.endpoints,
+        { routerId: this.routerId, backoffMinMs: config.watch.backoffMinMs, backoffMaxMs: config.watch.backoffMaxMs, rng },
+        deps.logger.child({ context: 'ControllerWatch' }),
+        {
+          snapshot: (result) => this.metrics.watchSnapshots.inc({ result: result.applied ? 'applied' : 'stale' }),
+          reconnect: () => this.metrics.watchReconnects.inc(),
+        },
+      );
+    }
+    const sink = deps.usageSink ?? (this.client !== undefined ? new GrpcUsageSink(this.client, this.routerId, 5_000) : undefined);
+    if (sink !== undefined) {
+      this.usage = new UsageReporter(this.endpoints, sink, config.usageIntervalMs, deps.logger.child({ context: 'UsageReporter' }), (ok) =>
+        this.metrics.usageReports.inc({ result: ok ? 'ok' : 'error' }),
+      );
+    }
+    this.metrics.attach({
+      registry: this.endpoints,
+      queueDepths: () => this.admission.depths(),
+      watchConnected: () => this.watch?.connected,
+      clock,
+    });
+  }
+
+  /** `controller` when endpoints come from the watch stream, `static` when from the config file alone. */
+  get mode(): 'controller' | 'static' {
+    return this.watch !== undefined ? 'controller' : 'static';
+  }
+
+  /** Serves one request under `/v1`. */
+  get handle(): (req: IncomingMessage, res: ServerResponse) => void {
+    return this.proxy.handle;
+  }
+
+  /**
+   * Seeds from the config file, then starts scraping, the watch stream and usage reports.
+   * `onFirstSnapshot` runs once the router has a routing table it may serve from: at once in
+   * static mode, after the first snapshot from the controller otherwise.
+   */
+  start(onFirstSnapshot: () => void): void {
+    if (this.started) return;
+    this.started = true;
+    if (this.seed !== undefined) {
+      this.endpoints.apply(this.seed, { resync: true });
+      this.logger.info({ endpoints: this.seed.endpoints.length, models: this.seed.models.length }, 'routing table seeded from the config file');
+    }
+    if (this.watch === undefined) {
+      if (this.seed === undefined) this.logger.warn('no controller and no config file: serving no models');
+      onFirstSnapshot();
+    } else {
+      let first = true;
+      this.endpoints.onSnapshot(() => {
+        if (!first) return;
+        first = false;
+        onFirstSnapshot();
+      });
+      this.watch.start();
+    }
+    this.scraper.start();
+    this.usage?.start();
+    this.logger.info({ mode: this.mode, routerId: this.routerId }, 'router started');
+  }
+
+  /** Stops taking news (watch, scrapes) and refuses queued requests; sends a last usage report. */
+  async drain(): Promise<void> {
+    this.watch?.stop();
+    this.scraper.stop();
+    this.usage?.stop();
+    this.admission.close();
+    await this.usage?.tick();
+  }
+
+  /** Releases sockets and the gRPC channel (after the HTTP server has closed). */
+  close(): void {
+    this.pool.destroy();
+    this.client?.close();
+  }
+}

@@ -1,0 +1,141 @@
+import { Agent, request } from 'node:http';
+import type { Clock } from '@llmgw/domain';
+import { readLoad } from '@llmgw/metrics-mappings';
+import type { Logger } from 'pino';
+import type { EndpointRegistry } from '../endpoints/endpoint.registry';
+import type { EndpointState } from '../endpoints/endpoint.state';
+import type { RouterMetrics } from '../metrics/router.metrics';
+
+/** Scrape settings; times in milliseconds. */
+export interface ScraperOptions {
+  readonly intervalMs: number;
+  /** One scrape may take this long; past it the scrape fails (reason `timeout`). */
+  readonly timeoutMs: number;
+}
+
+/** Largest /metrics body read; a larger one fails the scrape rather than filling memory. */
+const MAX_SCRAPE_BYTES = 8 * 1024 * 1024;
+
+type ScrapeFailure = 'connect' | 'timeout' | 'status' | 'parse' | 'too_large';
+
+/**
+ * Scrapes every listed endpoint's `/metrics` on an interval (new endpoints at once) and reads
+ * the engine's load with the endpoint's metric mapping. A failed scrape keeps nothing new: the
+ * previous reading ages out after the stale bound and the picker falls back to the router's own
+ * in-flight count — a failed scrape never reads as an idle engine.
+ */
+export class EndpointScraper {
+  private timer: NodeJS.Timeout | undefined;
+  private readonly agent = new Agent({ keepAlive: true, maxSockets: 1, maxFreeSockets: 1 });
+
+  constructor(
+    private readonly registry: EndpointRegistry,
+    private readonly clock: Clock,
+    private readonly options: ScraperOptions,
+    private readonly metrics: RouterMetrics,
+    private readonly logger: Logger,
+    /** Called after each successful scrape (admission re-checks the model's queue). */
+    private readonly onReading: (state: EndpointState) => void,
+  ) {
+    registry.onSnapshot((result) => {
+      if (this.timer === undefined) return;
+      for (const id of result.added) {
+        const state = registry.get(id);
+        if (state) void this.scrape(state);
+      }
+    });
+  }
+
+  start(): void {
+    if (this.timer !== undefined) return;
+    this.timer = setInterval(() => this.tick(), this.options.intervalMs);
+    this.timer.unref();
+    this.tick();
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+    this.timer = undefined;
+    this.agent.destroy();
+  }
+
+  /** Starts a scrape of every listed endpoint not already being scraped. */
+  tick(): void {
+    for (const state of this.registry.active()) if (!state.scraping) void this.scrape(state);
+  }
+
+  /** Scrapes one endpoint and records the reading or the failure; never throws. */
+  async scrape(state: EndpointState): Promise<void> {
+    if (state.scraping) return;
+    state.scraping = true;
+    const started = performance.now();
+    try {
+      const text = await this.fetchMetrics(state);
+      const load = readLoad(text, state.mapping, { modelName: state.endpoint.model });
+      if (state.removed) return;
+      state.lastScrape = { load, at: this.clock.now() };
+      state.lastScrapeError = undefined;
+      this.onReading(state);
+    } catch (error) {
+      const reason: ScrapeFailure = error instanceof ScrapeError ? error.reason : 'parse';
+      const message = error instanceof Error ? error.message : String(error);
+      if (state.lastScrapeError === undefined) this.logger.warn({ replicaId: state.id, reason, err: message }, 'endpoint scrape failed');
+      state.lastScrapeError = message;
+      this.metrics.scrapeErrors.inc({ endpoint: state.id, reason });
+    } finally {
+      state.scraping = false;
+      this.metrics.scrapeDuration.observe({ engine: state.endpoint.engine }, (performance.now() - started) / 1000);
+    }
+  }
+
+  private fetchMetrics(state: EndpointState): Promise<string> {
+    const t = state.target;
+    return new Promise((resolve, reject) => {
+      let settled = false;
+      const timing: { timer?: NodeJS.Timeout } = {};
+      const fail = (reason: ScrapeFailure, message: string): void => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timing.timer);
+        req.destroy();
+        reject(new ScrapeError(reason, message));
+      };
+      const req = request(
+        { agent: this.agent, host: t.hostname, port: t.port, path: `${t.basePath}/metrics`, method: 'GET', headers: { accept: 'text/plain' } },
+        (res) => {
+          if (res.statusCode !== 200) {
+            res.resume();
+            fail('status', `GET /metrics answered HTTP ${res.statusCode}`);
+            return;
+          }
+          const chunks: Buffer[] = [];
+          let size = 0;
+          res.on('data', (chunk: Buffer) => {
+            size += chunk.length;
+            if (size > MAX_SCRAPE_BYTES) fail('too_large', `/metrics is larger than ${MAX_SCRAPE_BYTES} bytes`);
+            else chunks.push(chunk);
+          });
+          res.on('end', () => {
+            if (settled) return;
+            settled = true;
+            clearTimeout(timing.timer);
+            resolve(Buffer.concat(chunks, size).toString('utf8'));
+          });
+          res.on('error', (e) => fail('connect', e.message));
+        },
+      );
+      timing.timer = setTimeout(() => fail('timeout', `no complete answer within ${this.options.timeoutMs} ms`), this.options.timeoutMs);
+      req.on('error', (e) => fail('connect', e.message));
+      req.end();
+    });
+  }
+}
+
+class ScrapeError extends Error {
+  constructor(
+    readonly reason: ScrapeFailure,
+    message: string,
+  ) {
+    super(message);
+  }
+}
