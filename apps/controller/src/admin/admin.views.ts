@@ -1,0 +1,237 @@
+// The admin API's JSON shapes (documented in apps/controller/README.md) and the pure functions
+// that build them from a snapshot of the controller's state. Absent values are omitted, never 0.
+import { isCacheName, type Catalog } from '@llmgw/catalog';
+import { NODE_STATES, REPLICA_STATES, type EngineKind, type NodeState, type ReplicaState } from '@llmgw/domain';
+import { capacityByClass, freeNodesByFabric, type ClassCapacity, type FabricCapacity, type PlacementReason } from '@llmgw/placement';
+import { engineUrl } from '../grpc/proto.mapper';
+import type { NodeEntry } from '../nodes/node.entry';
+import { inventoryOf, type UnplaceableState } from '../reconcile/reconcile.planner';
+import { LIVE_STATES, type ReplicaEntry } from '../replicas/replica.entry';
+
+export interface GpuView {
+  index: number;
+  uuid: string;
+  name: string;
+  gpuClass: string;
+  memoryTotalBytes: number;
+  memoryUsedBytes?: number;
+  utilizationPct?: number;
+  temperatureC?: number;
+  eccErrors?: number;
+  healthy: boolean;
+  /** The replica holding it, when one does. */
+  replicaId?: string;
+}
+
+export interface NodeView {
+  id: string;
+  address: string;
+  state: NodeState;
+  cordoned: boolean;
+  draining: boolean;
+  /** An agent stream is open to this controller. */
+  connected: boolean;
+  /** ms since the epoch. */
+  lastSeen?: number;
+  fabric?: string;
+  labels: Record<string, string>;
+  cpuCores: number;
+  memoryBytes: number;
+  gpus: GpuView[];
+  cache: { dir: string; totalBytes?: number; freeBytes?: number; entries: number };
+  agentVersion?: string;
+  /** Replica ids with a member here. */
+  replicas: string[];
+}
+
+export interface ReplicaView {
+  id: string;
+  model: string;
+  profileIndex: number;
+  engine: EngineKind;
+  state: ReplicaState;
+  reason?: string;
+  restarts: number;
+  members: { nodeId: string; rank: number; gpuIndices: number[]; port?: number }[];
+  /** The engine's base URL, once rank 0 has a port. */
+  url?: string;
+  createdAt: number;
+  updatedAt: number;
+  /** Newest router use, ms; absent = unknown (never reported), not idle. */
+  lastUsedAt?: number;
+  idleSeconds?: number;
+}
+
+export interface UnplaceableView {
+  model: string;
+  summary: string;
+  reasons: PlacementReason[];
+  attempts: number;
+  since: number;
+  retryAt: number;
+}
+
+export interface StatusView {
+  controller: {
+    id: string;
+    leader: boolean;
+    phase: string;
+    leaderAddress?: string;
+    catalogRevision?: number;
+    rejectedCatalogRevision?: number;
+    snapshotRevision?: number;
+    /** The last reconcile pass: when (ms), actions applied, planning and total time (ms). */
+    lastPass?: { at: number; actions: number; planMs: number; totalMs: number };
+    /** The last reconcile pass that changed anything, same fields. */
+    lastActivePass?: { at: number; actions: number; planMs: number; totalMs: number };
+  };
+  nodes: { total: number; cordoned: number } & Record<NodeState, number>;
+  capacity: ClassCapacity[];
+  fabrics: FabricCapacity[];
+  replicas: { total: number; byState: Record<ReplicaState, number> };
+  models: { total: number; satisfied: number; unplaceable: number };
+  unplaceable: UnplaceableView[];
+  /** Ready replicas a router has reported, longest idle first; `unknown` counts the ready ones none has. */
+  idle: { replicas: { replicaId: string; model: string; nodeId?: string; lastUsedAt: number; idleSeconds: number }[]; unknown: number };
+}
+
+export interface GcNodePlan {
+  nodeId: string;
+  connected: boolean;
+  /** Cache entries carrying a cache name no catalog model wants, by name. */
+  entries: { name: string; sizeBytes: number; modifiedAt: number }[];
+  totalBytes: number;
+}
+
+export interface GcPlanView {
+  catalogRevision: number;
+  nodes: GcNodePlan[];
+  totalBytes: number;
+}
+
+/** Everything the views read, taken once per request. */
+export interface AdminState {
+  readonly now: number;
+  readonly nodes: ReadonlyMap<string, NodeEntry>;
+  readonly replicas: ReadonlyMap<string, ReplicaEntry>;
+  readonly catalog?: Catalog;
+  readonly unplaceable: ReadonlyMap<string, UnplaceableState>;
+}
+
+export function nodeView(n: NodeEntry, replicas: ReadonlyMap<string, ReplicaEntry>): NodeView {
+  const holders = new Map<number, string>();
+  const here: string[] = [];
+  for (const e of replicas.values()) {
+    for (const m of e.replica.members) {
+      if (m.nodeId !== n.info.id) continue;
+      here.push(e.replica.id);
+      if (LIVE_STATES.has(e.replica.state) || e.replica.state === 'draining') for (const g of m.gpuIndices) holders.set(g, e.replica.id);
+    }
+  }
+  return {
+    id: n.info.id,
+    address: n.info.address,
+    state: n.info.state,
+    cordoned: n.info.cordoned,
+    draining: n.draining,
+    connected: n.connected,
+    ...(n.lastSeen !== undefined ? { lastSeen: n.lastSeen } : {}),
+    ...(n.info.fabric !== undefined ? { fabric: n.info.fabric } : {}),
+    labels: { ...n.info.labels },
+    cpuCores: n.info.cpuCores,
+    memoryBytes: n.info.memoryBytes,
+    gpus: n.info.gpus.map((g) => ({ ...g, ...(holders.has(g.index) ? { replicaId: holders.get(g.index) } : {}) })),
+    cache: {
+      dir: n.info.cache.dir,
+      ...(n.cacheTotalBytes !== undefined ? { totalBytes: n.cacheTotalBytes } : {}),
+      ...(n.cacheFreeBytes !== undefined ? { freeBytes: n.cacheFreeBytes } : {}),
+      entries: n.info.cache.entries.length,
+    },
+    ...(n.agentVersion !== undefined ? { agentVersion: n.agentVersion } : {}),
+    replicas: here.sort(),
+  };
+}
+
+export function replicaView(e: ReplicaEntry, nodes: ReadonlyMap<string, NodeEntry>, now: number): ReplicaView {
+  const r = e.replica;
+  const leader = r.members.find((m) => m.rank === 0);
+  const address = leader ? nodes.get(leader.nodeId)?.info.address : undefined;
+  return {
+    id: r.id,
+    model: r.model,
+    profileIndex: r.profileIndex,
+    engine: r.engine,
+    state: r.state,
+    ...(r.reason !== undefined ? { reason: r.reason } : {}),
+    restarts: r.restarts,
+    members: r.members.map((m) => ({ nodeId: m.nodeId, rank: m.rank, gpuIndices: [...m.gpuIndices], ...(m.port !== undefined ? { port: m.port } : {}) })),
+    ...(leader?.port !== undefined && address !== undefined ? { url: engineUrl(address, leader.port) } : {}),
+    createdAt: r.createdAt,
+    updatedAt: r.updatedAt,
+    ...(r.lastUsedAt !== undefined ? { lastUsedAt: r.lastUsedAt, idleSeconds: Math.max(0, Math.floor((now - r.lastUsedAt) / 1000)) } : {}),
+  };
+}
+
+/** The status summary: the same state the tables show, aggregated. */
+export function statusView(s: AdminState, controller: StatusView['controller']): StatusView {
+  const nodeCounts = Object.fromEntries(NODE_STATES.map((k) => [k, 0])) as Record<NodeState, number>;
+  let cordoned = 0;
+  for (const n of s.nodes.values()) {
+    nodeCounts[n.info.state] += 1;
+    if (n.info.cordoned) cordoned += 1;
+  }
+  const byState = Object.fromEntries(REPLICA_STATES.map((k) => [k, 0])) as Record<ReplicaState, number>;
+  const liveByModel = new Map<string, number>();
+  const idle: StatusView['idle'] = { replicas: [], unknown: 0 };
+  for (const e of s.replicas.values()) {
+    const r = e.replica;
+    byState[r.state] += 1;
+    if (LIVE_STATES.has(r.state)) liveByModel.set(r.model, (liveByModel.get(r.model) ?? 0) + 1);
+    if (r.state !== 'ready') continue;
+    if (r.lastUsedAt === undefined) idle.unknown += 1;
+    else idle.replicas.push({ replicaId: r.id, model: r.model, ...(r.members[0] ? { nodeId: r.members[0].nodeId } : {}), lastUsedAt: r.lastUsedAt, idleSeconds: Math.max(0, Math.floor((s.now - r.lastUsedAt) / 1000)) });
+  }
+  idle.replicas.sort((a, b) => a.lastUsedAt - b.lastUsedAt);
+  const models = s.catalog?.models ?? [];
+  const allNodes = new Map<string, NodeEntry>();
+  for (const [id, n] of s.nodes) allNodes.set(id, n.connected ? n : { ...n, connected: true });
+  const inventory = inventoryOf(allNodes, s.replicas, s.catalog);
+  return {
+    controller,
+    nodes: { total: s.nodes.size, cordoned, ...nodeCounts },
+    capacity: capacityByClass(inventory),
+    fabrics: freeNodesByFabric(inventory),
+    replicas: { total: s.replicas.size, byState },
+    models: {
+      total: models.length,
+      satisfied: models.filter((m) => (liveByModel.get(m.name) ?? 0) >= m.replicas.min).length,
+      unplaceable: s.unplaceable.size,
+    },
+    unplaceable: [...s.unplaceable].map(([model, u]) => ({ model, summary: u.summary, reasons: [...u.reasons], attempts: u.attempts, since: u.since, retryAt: u.retryAt })),
+    idle,
+  };
+}
+
+/**
+ * What `gc` would ask each node to remove: cache entries whose name is a cache name
+ * (`isCacheName`: only files llmgw fetched itself) that no model of the catalog wants. Anything
+ * without a cache name was put there by someone else and is never listed. Without a catalog
+ * nothing is listed (everything might be wanted). Nodes with nothing to collect are left out.
+ */
+export function gcPlan(nodes: ReadonlyMap<string, NodeEntry>, catalog: Catalog | undefined, catalogRevision: number): GcPlanView {
+  const plan: GcPlanView = { catalogRevision, nodes: [], totalBytes: 0 };
+  if (!catalog) return plan;
+  const wanted = catalog.wantedCacheNames();
+  for (const id of [...nodes.keys()].sort()) {
+    const n = nodes.get(id) as NodeEntry;
+    const entries = n.info.cache.entries
+      .filter((e) => isCacheName(e.name) && !wanted.has(e.name))
+      .map((e) => ({ name: e.name, sizeBytes: e.sizeBytes, modifiedAt: e.modifiedAt }))
+      .sort((a, b) => (a.name < b.name ? -1 : 1));
+    if (entries.length === 0) continue;
+    const totalBytes = entries.reduce((sum, e) => sum + e.sizeBytes, 0);
+    plan.nodes.push({ nodeId: id, connected: n.connected, entries, totalBytes });
+    plan.totalBytes += totalBytes;
+  }
+  return plan;
+}

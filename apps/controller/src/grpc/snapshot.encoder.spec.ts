@@ -1,0 +1,50 @@
+import { WatchResponse } from '@llmgw/proto';
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import type { EndpointSnapshot } from '../publishing/endpoint-sink.port';
+import { encodeWatchResponse, encodeWatchResponseSlowly } from './snapshot.encoder';
+
+const endpoint = fc.record({
+  replicaId: fc.string({ maxLength: 40 }),
+  model: fc.string({ maxLength: 200 }),
+  url: fc.webUrl(),
+  engine: fc.constantFrom('vllm' as const, 'llamacpp' as const),
+  nodeId: fc.string({ maxLength: 20 }),
+  suspect: fc.boolean(),
+});
+const model = fc.record(
+  {
+    name: fc.string({ minLength: 1, maxLength: 30 }),
+    aliases: fc.array(fc.string({ maxLength: 10 }), { maxLength: 3 }),
+    engine: fc.constantFrom('vllm' as const, 'llamacpp' as const),
+    metrics: fc.record({ running: fc.string({ maxLength: 10 }), kvUsage: fc.array(fc.string({ maxLength: 10 }), { maxLength: 2 }) }, { requiredKeys: [] }),
+  },
+  { requiredKeys: ['name', 'aliases', 'engine'] },
+);
+const snapshot = fc.record({
+  revision: fc.oneof(fc.constant(0), fc.nat(), fc.integer({ min: 2 ** 31, max: Number.MAX_SAFE_INTEGER })),
+  endpoints: fc.array(endpoint, { maxLength: 30 }),
+  catalog: fc.record({ revision: fc.nat(), models: fc.array(model, { maxLength: 10 }) }),
+});
+
+describe('encodeWatchResponse', () => {
+  it('writes exactly the bytes of the generated encoder, and decodes back', () => {
+    fc.assert(
+      fc.property(snapshot, (s: EndpointSnapshot) => {
+        const fast = encodeWatchResponse(s);
+        expect(fast.equals(encodeWatchResponseSlowly(s))).toBe(true);
+        expect(WatchResponse.decode(fast).snapshot?.endpoints.length).toBe(s.endpoints.length);
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('reuses the encoding of an endpoint that stays the same object across revisions', () => {
+    const e = { replicaId: 'r1', model: 'm', url: 'http://a:1', engine: 'vllm' as const, nodeId: 'n', suspect: false };
+    const catalog = { revision: 1, models: [] };
+    const a = encodeWatchResponse({ revision: 1, endpoints: [e], catalog });
+    const b = encodeWatchResponse({ revision: 2, endpoints: [e, { ...e, replicaId: 'r2' }], catalog });
+    expect(WatchResponse.decode(a).snapshot?.revision).toBe(1);
+    expect(WatchResponse.decode(b).snapshot?.endpoints.map((x) => x.replicaId)).toEqual(['r1', 'r2']);
+  });
+});

@@ -1,0 +1,112 @@
+import type { Endpoint } from '@llmgw/domain';
+import * as pb from '@llmgw/proto';
+import type { CatalogView, EndpointSnapshot } from '../publishing/endpoint-sink.port';
+import { engineToProto } from './proto.mapper';
+
+/** Domain endpoint → wire. */
+export function endpointToProto(e: Endpoint): pb.Endpoint {
+  return { replicaId: e.replicaId, model: e.model, url: e.url, engine: engineToProto(e.engine), nodeId: e.nodeId, suspect: e.suspect };
+}
+
+/** Domain catalog view → wire; a model's metric mapping only when it has its own. */
+export function catalogViewToProto(c: CatalogView): pb.CatalogView {
+  return {
+    revision: c.revision,
+    models: c.models.map((m) => ({
+      name: m.name,
+      aliases: [...m.aliases],
+      engine: engineToProto(m.engine),
+      ...(m.metrics !== undefined
+        ? {
+            metrics: {
+              ...(m.metrics.running !== undefined ? { running: m.metrics.running } : {}),
+              ...(m.metrics.waiting !== undefined ? { waiting: m.metrics.waiting } : {}),
+              kvUsage: [...(m.metrics.kvUsage ?? [])],
+              ...(m.metrics.modelLabel !== undefined ? { modelLabel: m.metrics.modelLabel } : {}),
+            },
+          }
+        : {}),
+    })),
+  };
+}
+
+/** Domain snapshot → wire. */
+export function snapshotToProto(s: EndpointSnapshot): pb.EndpointSnapshot {
+  return { revision: s.revision, endpoints: s.endpoints.map(endpointToProto), catalog: catalogViewToProto(s.catalog) };
+}
+
+const endpointBytes = new WeakMap<Endpoint, Uint8Array>();
+const catalogBytes = new WeakMap<CatalogView, Uint8Array>();
+const snapshotBytes = new WeakMap<EndpointSnapshot, Buffer>();
+
+/**
+ * The wire form of `WatchResponse{snapshot}`, byte for byte what `WatchResponse.encode` writes,
+ * assembled from parts encoded once: each endpoint object and each catalog view is encoded the
+ * first time it is seen and reused while it stays the same object (the publisher keeps unchanged
+ * endpoints identical), so a new revision costs encoding what changed plus one copy.
+ */
+export function encodeWatchResponse(s: EndpointSnapshot): Buffer {
+  const cached = snapshotBytes.get(s);
+  if (cached) return cached;
+  const parts: Uint8Array[] = [];
+  let inner = 0;
+  if (s.revision !== 0) inner += 1 + varintSize(s.revision);
+  for (const e of s.endpoints) {
+    let b = endpointBytes.get(e);
+    if (!b) {
+      b = pb.Endpoint.encode(endpointToProto(e)).finish();
+      endpointBytes.set(e, b);
+    }
+    parts.push(b);
+    inner += 1 + varintSize(b.length) + b.length;
+  }
+  let catalog = catalogBytes.get(s.catalog);
+  if (!catalog) {
+    catalog = pb.CatalogView.encode(catalogViewToProto(s.catalog)).finish();
+    catalogBytes.set(s.catalog, catalog);
+  }
+  inner += 1 + varintSize(catalog.length) + catalog.length;
+
+  const out = Buffer.allocUnsafe(1 + varintSize(inner) + inner);
+  let pos = 0;
+  out[pos++] = 0x0a; // WatchResponse.snapshot, length-delimited
+  pos = writeVarint(out, pos, inner);
+  if (s.revision !== 0) {
+    out[pos++] = 0x08; // EndpointSnapshot.revision, varint
+    pos = writeVarint(out, pos, s.revision);
+  }
+  for (const b of parts) {
+    out[pos++] = 0x12; // EndpointSnapshot.endpoints, length-delimited
+    pos = writeVarint(out, pos, b.length);
+    out.set(b, pos);
+    pos += b.length;
+  }
+  out[pos++] = 0x1a; // EndpointSnapshot.catalog, length-delimited
+  pos = writeVarint(out, pos, catalog.length);
+  out.set(catalog, pos);
+  snapshotBytes.set(s, out);
+  return out;
+}
+
+/** The same bytes through the generated encoder (reference for tests). */
+export function encodeWatchResponseSlowly(s: EndpointSnapshot): Buffer {
+  return Buffer.from(pb.WatchResponse.encode({ snapshot: snapshotToProto(s) }).finish());
+}
+
+function varintSize(n: number): number {
+  let size = 1;
+  while (n >= 0x80) {
+    n = Math.floor(n / 128);
+    size++;
+  }
+  return size;
+}
+
+function writeVarint(buf: Buffer, pos: number, n: number): number {
+  while (n >= 0x80) {
+    buf[pos++] = (n % 128) | 0x80;
+    n = Math.floor(n / 128);
+  }
+  buf[pos++] = n;
+  return pos;
+}

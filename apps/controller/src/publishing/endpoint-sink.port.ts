@@ -1,0 +1,38 @@
+import type { Endpoint, EngineKind, MetricMapping } from '@llmgw/domain';
+
+/** The part of one catalog model a router resolves requests with. */
+export interface ModelView {
+  /** The served name clients put in `model`. */
+  readonly name: string;
+  readonly aliases: readonly string[];
+  /** Engine of the model's preferred profile. */
+  readonly engine: EngineKind;
+  /** The model's own metric names; absent = the engine's defaults. */
+  readonly metrics?: MetricMapping;
+}
+
+/** The catalog as routers see it, at the store revision it was built from. */
+export interface CatalogView {
+  readonly revision: number;
+  readonly models: readonly ModelView[];
+}
+
+/**
+ * Everything a router routes by, complete (never a diff). `revision` only grows for the life of
+ * a controller process; a router that sees a new stream starts over from its first snapshot.
+ * `endpoints` are sorted by replica id.
+ */
+export interface EndpointSnapshot {
+  readonly revision: number;
+  readonly endpoints: readonly Endpoint[];
+  readonly catalog: CatalogView;
+}
+
+/**
+ * Where snapshots go: a router's `RouterService.Watch` stream, or a router in the same process.
+ * `publish` gets the current snapshot at once when the sink is attached, then every new one,
+ * in revision order. It must not throw and must not block: a slow sink may skip to the newest.
+ */
+export interface EndpointSink {
+  publish(snapshot: EndpointSnapshot): void;
+}

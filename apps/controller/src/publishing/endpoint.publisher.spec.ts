@@ -1,0 +1,119 @@
+import { Catalog } from '@llmgw/catalog';
+import pino from 'pino';
+import { describe, expect, it } from 'vitest';
+import type { NodeEntry } from '../nodes/node.entry';
+import type { ReplicaEntry } from '../replicas/replica.entry';
+import type { EndpointSnapshot } from './endpoint-sink.port';
+import { EndpointPublisher } from './endpoint.publisher';
+import { buildCatalogView, buildEndpoints } from './snapshot.builder';
+
+const catalog = Catalog.create({
+  models: [
+    { name: 'llama', aliases: ['l'], source: 'hf://o/llama@main', size: 1, replicas: 1, profiles: [{ engine: 'vllm', gpuClass: 'H100' }] },
+    {
+      name: 'tiny',
+      source: 'hf://o/tiny/tiny.gguf@main',
+      size: 1,
+      replicas: 1,
+      metrics: { running: 'my_running' },
+      profiles: [{ engine: 'llamacpp' }],
+    },
+  ],
+});
+
+function node(id: string, state: NodeEntry['info']['state'] = 'healthy', address = `10.0.0.${id.slice(-1)}`): NodeEntry {
+  return {
+    info: { id, address, labels: {}, gpus: [], cpuCores: 1, memoryBytes: 1, cache: { dir: '/', totalBytes: 0, freeBytes: 0, entries: [] }, state, cordoned: false },
+    connected: true,
+    draining: false,
+    reported: new Map(),
+  };
+}
+
+function replica(id: string, nodeId: string, state: ReplicaEntry['replica']['state'] = 'ready', port: number | null = 8000, model = 'llama'): ReplicaEntry {
+  return {
+    replica: { id, model, profileIndex: 0, engine: 'vllm', members: [{ nodeId, rank: 0, gpuIndices: [0], ...(port !== null ? { port } : {}) }], state, restarts: 0, createdAt: 0, updatedAt: 0 },
+    memberStates: {},
+    persisted: true,
+    dirty: false,
+    fetching: [],
+  };
+}
+
+describe('buildEndpoints', () => {
+  it('lists ready replicas with a port on known, non-lost nodes of models in the catalog; unreachable = suspect', () => {
+    const nodes = new Map([node('n1'), node('n2', 'unreachable'), node('n3', 'lost'), node('n4', 'healthy', 'fe80::1')].map((n) => [n.info.id, n]));
+    const endpoints = buildEndpoints(
+      nodes,
+      [
+        replica('r5', 'n1', 'starting'),
+        replica('r1', 'n1'),
+        replica('r2', 'n2'),
+        replica('r3', 'n3'),
+        replica('r4', 'n1', 'ready', null),
+        replica('r6', 'nowhere'),
+        replica('r7', 'n1', 'ready', 8001, 'removed-model'),
+        replica('r8', 'n4', 'ready', 9000),
+      ],
+      catalog,
+    );
+    expect(endpoints).toEqual([
+      { replicaId: 'r1', model: 'llama', url: 'http://10.0.0.1:8000', engine: 'vllm', nodeId: 'n1', suspect: false },
+      { replicaId: 'r2', model: 'llama', url: 'http://10.0.0.2:8000', engine: 'vllm', nodeId: 'n2', suspect: true },
+      { replicaId: 'r8', model: 'llama', url: 'http://[fe80::1]:9000', engine: 'vllm', nodeId: 'n4', suspect: false },
+    ]);
+  });
+});
+
+describe('buildCatalogView', () => {
+  it('carries names, aliases, the preferred engine and a model\'s own metric mapping only', () => {
+    expect(buildCatalogView(catalog, 7)).toEqual({
+      revision: 7,
+      models: [
+        { name: 'llama', aliases: ['l'], engine: 'vllm' },
+        { name: 'tiny', aliases: [], engine: 'llamacpp', metrics: { running: 'my_running' } },
+      ],
+    });
+  });
+});
+
+describe('EndpointPublisher', () => {
+  it('publishes nothing before open, then a new revision only when something routers see changed', () => {
+    const nodes = new Map([[ 'n1', node('n1') ]]);
+    let replicas: ReplicaEntry[] = [];
+    let current: { catalog: Catalog; revision: number } | undefined = { catalog, revision: 1 };
+    const publisher = new EndpointPublisher({ nodes: () => nodes, replicas: () => replicas, catalog: () => current }, pino({ level: 'silent' }));
+    const got: EndpointSnapshot[] = [];
+    publisher.attach({ publish: (s) => got.push(s) });
+    expect(publisher.refresh()).toBeUndefined();
+    publisher.open();
+    expect(got.map((s) => s.revision)).toEqual([1]);
+    publisher.refresh();
+    expect(got).toHaveLength(1);
+    replicas = [replica('r1', 'n1')];
+    publisher.refresh();
+    replicas = [replica('r1', 'n1', 'ready')];
+    publisher.refresh(); // same endpoints: no new revision
+    current = { catalog, revision: 2 };
+    publisher.refresh();
+    expect(got.map((s) => [s.revision, s.endpoints.length, s.catalog.revision])).toEqual([
+      [1, 0, 1],
+      [2, 1, 1],
+      [3, 1, 2],
+    ]);
+    // A sink attached later gets the current snapshot at once.
+    const late: EndpointSnapshot[] = [];
+    publisher.attach({ publish: (s) => late.push(s) });
+    expect(late.map((s) => s.revision)).toEqual([3]);
+  });
+
+  it('detaches a sink that throws and keeps serving the others', () => {
+    const publisher = new EndpointPublisher({ nodes: () => new Map(), replicas: () => [], catalog: () => undefined }, pino({ level: 'silent' }));
+    const good: number[] = [];
+    publisher.attach({ publish: () => { throw new Error('boom'); } });
+    publisher.attach({ publish: (s) => good.push(s.revision) });
+    publisher.open();
+    expect(publisher.sinkCount).toBe(1);
+    expect(good).toEqual([1]);
+  });
+});
