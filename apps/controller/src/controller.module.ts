@@ -1,24 +1,87 @@
-import { Module, type DynamicModule } from '@nestjs/common';
-import { ObservabilityModule, type Logger } from '@llmgw/observability';
+import { Inject, Injectable, Module, type DynamicModule, type OnApplicationShutdown } from '@nestjs/common';
+import type { Clock } from '@llmgw/domain';
+import { ObservabilityModule, ReadinessService, type Logger } from '@llmgw/observability';
+import { openStore, redactDatabaseUrl, type Store } from '@llmgw/store';
 import type { Registry } from 'prom-client';
+import { AdminController, ADMIN_SERVICE } from './admin/admin.controller';
+import { AdminGuard } from './admin/admin.guard';
+import { AdminService } from './admin/admin.service';
+import { ProblemExceptionFilter } from './admin/problem.exception-filter';
 import { CONTROLLER_CONFIG, type ControllerConfig } from './config/controller.config';
+import { ControlPlane } from './control-plane.service';
 
 /** What llmgw-controller is built from: its validated config, its logger and its metrics registry. */
 export interface ControllerModuleOptions {
   config: ControllerConfig;
   logger: Logger;
   registry: Registry;
+  /** An already open store (tests, benchmarks); the app then leaves closing it to the caller. */
+  store?: Store;
+  clock?: Clock;
+}
+
+/** Injection token of the running {@link ControlPlane}. */
+export const CONTROL_PLANE = Symbol('llmgw.controller.control-plane');
+const STORE = Symbol('llmgw.controller.store');
+
+/** Stops the control plane (flush, close streams, release the lease) and closes a store the app opened. */
+@Injectable()
+class ControlPlaneLifecycle implements OnApplicationShutdown {
+  constructor(
+    @Inject(CONTROL_PLANE) private readonly plane: ControlPlane,
+    @Inject(STORE) private readonly store: { store: Store; owned: boolean },
+  ) {}
+
+  async onApplicationShutdown(): Promise<void> {
+    await this.plane.stop();
+    if (this.store.owned) await this.store.store.close();
+  }
 }
 
 /** Root module of llmgw-controller (desired vs actual state of the fleet: reconciler, placement, agent and router streams). Wiring only. */
 @Module({})
 export class ControllerModule {
   static forRoot(options: ControllerModuleOptions): DynamicModule {
+    const { config, logger } = options;
     return {
       module: ControllerModule,
-      imports: [ObservabilityModule.forRoot({ logger: options.logger, registry: options.registry })],
-      providers: [{ provide: CONTROLLER_CONFIG, useValue: options.config }],
-      exports: [CONTROLLER_CONFIG],
+      imports: [ObservabilityModule.forRoot({ logger, registry: options.registry })],
+      controllers: [AdminController],
+      providers: [
+        { provide: CONTROLLER_CONFIG, useValue: config },
+        {
+          provide: STORE,
+          useFactory: async () => {
+            if (options.store) return { store: options.store, owned: false };
+            const store = await openStore(config.databaseUrl);
+            logger.info({ database: redactDatabaseUrl(config.databaseUrl), dialect: store.dialect, migrations: store.appliedMigrations }, 'store open');
+            return { store, owned: true };
+          },
+        },
+        {
+          provide: CONTROL_PLANE,
+          inject: [STORE, ReadinessService],
+          useFactory: async (held: { store: Store; owned: boolean }, readiness: ReadinessService) => {
+            const plane = new ControlPlane({ config, store: held.store, logger, registry: options.registry, ...(options.clock ? { clock: options.clock } : {}) });
+            const port = await plane.start();
+            const host = config.host.includes(':') ? `[${config.host}]` : config.host;
+            logger.info({ grpcPort: port, grpcAddress: `${host}:${port}` }, `llmgw-controller gRPC listening on ${host}:${port}`);
+            readiness.register('control-plane.service', () =>
+              plane.publisher.current() !== undefined ? { ready: true } : { ready: false, reason: 'cluster state not loaded yet' },
+            );
+            return plane;
+          },
+        },
+        {
+          provide: ADMIN_SERVICE,
+          inject: [CONTROL_PLANE, STORE],
+          useFactory: (plane: ControlPlane, held: { store: Store }) => new AdminService(plane, held.store.events, config.timing.commandTimeoutMs),
+        },
+        ControlPlaneLifecycle,
+        AdminGuard,
+        ProblemExceptionFilter,
+      ],
+      exports: [CONTROLLER_CONFIG, CONTROL_PLANE],
     };
   }
 }

@@ -1,0 +1,106 @@
+import { Body, Controller, Get, HttpCode, Inject, Param, Post, Query, UseFilters, UseGuards } from '@nestjs/common';
+import { DomainError, ErrorCode, type Problem } from '@llmgw/domain';
+import type { StoredEvent } from '@llmgw/store';
+import { AdminGuard } from './admin.guard';
+import { AdminService, type GcCollectView } from './admin.service';
+import type { GcPlanView, NodeView, ReplicaView, StatusView } from './admin.views';
+import { ProblemExceptionFilter } from './problem.exception-filter';
+
+/** Injection token of the {@link AdminService}. */
+export const ADMIN_SERVICE = Symbol('llmgw.controller.admin-service');
+
+const CORDON_ACTIONS = ['cordon', 'uncordon', 'drain'] as const;
+
+/**
+ * The admin API `llmgw` talks to (shapes in apps/controller/README.md). Bearer token (or
+ * loopback only without one); every error is application/problem+json.
+ */
+@Controller('v1/admin')
+@UseGuards(AdminGuard)
+@UseFilters(ProblemExceptionFilter)
+export class AdminController {
+  constructor(@Inject(ADMIN_SERVICE) private readonly admin: AdminService) {}
+
+  @Get('status')
+  status(): Promise<StatusView> {
+    return this.admin.status();
+  }
+
+  @Get('nodes')
+  nodes(): { nodes: NodeView[] } {
+    return { nodes: this.admin.nodes() };
+  }
+
+  @Get('replicas')
+  replicas(@Query('model') model?: string): { replicas: ReplicaView[] } {
+    return { replicas: this.admin.replicas(optionalText(model, 'model')) };
+  }
+
+  @Get('events')
+  async events(
+    @Query('model') model?: string,
+    @Query('replica') replica?: string,
+    @Query('node') node?: string,
+    @Query('before') before?: string,
+    @Query('limit') limit?: string,
+  ): Promise<{ events: StoredEvent[] }> {
+    const problems: Problem[] = [];
+    const beforeId = optionalInt(before, 'before', 1, Number.MAX_SAFE_INTEGER, problems);
+    const max = optionalInt(limit, 'limit', 1, 1000, problems);
+    if (problems.length > 0) throw new DomainError(ErrorCode.InvalidArgument, problems.map((p) => `${p.path}: ${p.message}`).join('; '), problems);
+    const query = {
+      ...(optionalText(model, 'model') !== undefined ? { model } : {}),
+      ...(optionalText(replica, 'replica') !== undefined ? { replicaId: replica } : {}),
+      ...(optionalText(node, 'node') !== undefined ? { nodeId: node } : {}),
+      ...(beforeId !== undefined ? { beforeId } : {}),
+      ...(max !== undefined ? { limit: max } : {}),
+    };
+    return { events: await this.admin.listEvents(query) };
+  }
+
+  @Get('gc')
+  gc(): GcPlanView {
+    return this.admin.gc();
+  }
+
+  @Post('gc/collect')
+  @HttpCode(200)
+  collect(@Body() body: unknown): Promise<GcCollectView> {
+    return this.admin.collect(nodesFilter(body));
+  }
+
+  @Post('nodes/:id/:action')
+  @HttpCode(200)
+  async cordon(@Param('id') id: string, @Param('action') action: string): Promise<{ node: NodeView }> {
+    if (!(CORDON_ACTIONS as readonly string[]).includes(action)) {
+      throw new DomainError(ErrorCode.NotFound, `no node action '${action}' (use ${CORDON_ACTIONS.join(', ')})`);
+    }
+    return { node: await this.admin.cordon(id, action as (typeof CORDON_ACTIONS)[number]) };
+  }
+}
+
+function optionalText(value: unknown, name: string): string | undefined {
+  if (value === undefined || value === '') return undefined;
+  if (typeof value !== 'string') throw new DomainError(ErrorCode.InvalidArgument, `${name}: give it once`, [{ path: name, message: 'give it once' }]);
+  return value;
+}
+
+function optionalInt(value: unknown, name: string, min: number, max: number, problems: Problem[]): number | undefined {
+  if (value === undefined || value === '') return undefined;
+  const n = typeof value === 'string' && /^\d+$/.test(value) ? Number(value) : NaN;
+  if (!Number.isSafeInteger(n) || n < min || n > max) {
+    problems.push({ path: name, message: `expected a whole number ${min}..${max} (got ${JSON.stringify(value)})` });
+    return undefined;
+  }
+  return n;
+}
+
+/** `{ "nodes": ["id", ...] }` narrows a collect to those nodes; an empty or absent body means every node. */
+function nodesFilter(body: unknown): string[] | undefined {
+  if (body === undefined || body === null || (typeof body === 'object' && Object.keys(body).length === 0)) return undefined;
+  const nodes = (body as { nodes?: unknown }).nodes;
+  if (typeof body !== 'object' || Array.isArray(body) || !Array.isArray(nodes) || !nodes.every((n) => typeof n === 'string')) {
+    throw new DomainError(ErrorCode.InvalidArgument, 'body: expected {"nodes": ["<node id>", ...]} or nothing', [{ path: 'nodes', message: 'expected a list of node ids' }]);
+  }
+  return nodes as string[];
+}

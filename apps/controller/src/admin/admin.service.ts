@@ -1,0 +1,138 @@
+import { DomainError, ErrorCode } from '@llmgw/domain';
+import { CollectOutcome } from '@llmgw/proto';
+import type { EventQuery, EventRepository, StoredEvent } from '@llmgw/store';
+import type { ControlPlane } from '../control-plane.service';
+import { gcPlan, nodeView, replicaView, statusView, type AdminState, type GcPlanView, type NodeView, type ReplicaView, type StatusView } from './admin.views';
+
+/** What an agent did with one path it was asked to remove. */
+export type CollectOutcomeName = 'removed' | 'refused' | 'not_found' | 'failed';
+
+export interface GcCollectNodeResult {
+  nodeId: string;
+  /** The names the controller asked this node to remove. */
+  asked: string[];
+  /** The agent's answer per path, in the order asked; absent when it gave none (see `error`). */
+  results?: { path: string; outcome: CollectOutcomeName; reason?: string }[];
+  /** Why there is no per-path answer: no agent stream, refused command, no answer in time. */
+  error?: string;
+}
+
+export interface GcCollectView {
+  catalogRevision: number;
+  nodes: GcCollectNodeResult[];
+  /** Bytes of the entries agents reported removed (sizes as last listed). */
+  removedBytes: number;
+}
+
+const OUTCOME: Record<number, CollectOutcomeName> = {
+  [CollectOutcome.COLLECT_OUTCOME_REMOVED]: 'removed',
+  [CollectOutcome.COLLECT_OUTCOME_REFUSED]: 'refused',
+  [CollectOutcome.COLLECT_OUTCOME_NOT_FOUND]: 'not_found',
+  [CollectOutcome.COLLECT_OUTCOME_FAILED]: 'failed',
+};
+
+/** The admin API's operations over the control plane. Reads work on any controller; changes need the leader. */
+export class AdminService {
+  constructor(
+    private readonly plane: ControlPlane,
+    private readonly events: Pick<EventRepository, 'list'>,
+    private readonly commandTimeoutMs: number,
+  ) {}
+
+  private state(): AdminState {
+    const current = this.plane.currentCatalog();
+    return {
+      now: this.plane.clock.now(),
+      nodes: this.plane.nodes.snapshot(),
+      replicas: this.plane.replicas.snapshot(),
+      ...(current ? { catalog: current.catalog } : {}),
+      unplaceable: this.plane.reconciler.unplaceable,
+    };
+  }
+
+  async status(): Promise<StatusView> {
+    const leader = this.plane.leadership.isLeader();
+    const holder = leader ? undefined : await this.plane.leadership.holder().catch(() => undefined);
+    const catalog = this.plane.currentCatalog();
+    const rejected = this.plane.catalog.rejected();
+    const snapshot = this.plane.publisher.current();
+    return statusView(this.state(), {
+      id: this.plane.controllerId,
+      leader,
+      phase: this.plane.phase,
+      ...(holder?.held && holder.address !== undefined ? { leaderAddress: holder.address } : {}),
+      ...(catalog ? { catalogRevision: catalog.revision } : {}),
+      ...(rejected ? { rejectedCatalogRevision: rejected.revision } : {}),
+      ...(snapshot ? { snapshotRevision: snapshot.revision } : {}),
+      ...(this.plane.reconciler.lastPass ? { lastPass: { ...this.plane.reconciler.lastPass } } : {}),
+      ...(this.plane.reconciler.lastActivePass ? { lastActivePass: { ...this.plane.reconciler.lastActivePass } } : {}),
+    });
+  }
+
+  nodes(): NodeView[] {
+    const s = this.state();
+    return [...s.nodes.keys()].sort().map((id) => nodeView(s.nodes.get(id) as NodeEntryOf<typeof s>, s.replicas));
+  }
+
+  replicas(model?: string): ReplicaView[] {
+    const s = this.state();
+    return [...s.replicas.values()]
+      .filter((e) => model === undefined || e.replica.model === model)
+      .sort((a, b) => (a.replica.id < b.replica.id ? -1 : 1))
+      .map((e) => replicaView(e, s.nodes, s.now));
+  }
+
+  listEvents(query: EventQuery): Promise<StoredEvent[]> {
+    return this.events.list(query);
+  }
+
+  gc(): GcPlanView {
+    const current = this.plane.currentCatalog();
+    return gcPlan(this.plane.nodes.snapshot(), current?.catalog, current?.revision ?? 0);
+  }
+
+  /**
+   * Asks every node with something to collect (or only `nodeIds`) to remove it, and waits for
+   * each agent's per-path answer until the command deadline. Agents re-check every path and
+   * decide for themselves; a refusal is reported, not retried.
+   */
+  async collect(nodeIds?: readonly string[]): Promise<GcCollectView> {
+    this.requireLeader();
+    const plan = this.gc();
+    const wanted = nodeIds ? new Set(nodeIds) : undefined;
+    const targets = plan.nodes.filter((n) => !wanted || wanted.has(n.nodeId));
+    const nodes = await Promise.all(
+      targets.map(async (n): Promise<GcCollectNodeResult> => {
+        const asked = n.entries.map((e) => e.name);
+        const result = await this.plane.sessions.request(n.nodeId, { $case: 'collectWeights', value: { paths: asked } }, this.commandTimeoutMs);
+        if (result.paths.length === 0 && !result.ok) return { nodeId: n.nodeId, asked, error: result.message || 'the agent refused the command' };
+        return {
+          nodeId: n.nodeId,
+          asked,
+          results: result.paths.map((p) => ({ path: p.path, outcome: OUTCOME[p.outcome] ?? 'failed', ...(p.reason ? { reason: p.reason } : {}) })),
+        };
+      }),
+    );
+    let removedBytes = 0;
+    for (const r of nodes) {
+      const sizes = new Map((targets.find((t) => t.nodeId === r.nodeId)?.entries ?? []).map((e) => [e.name, e.sizeBytes]));
+      for (const p of r.results ?? []) if (p.outcome === 'removed') removedBytes += sizes.get(p.path) ?? 0;
+    }
+    return { catalogRevision: plan.catalogRevision, nodes, removedBytes };
+  }
+
+  async cordon(nodeId: string, action: 'cordon' | 'uncordon' | 'drain'): Promise<NodeView> {
+    this.requireLeader();
+    if (!this.plane.nodes.get(nodeId)) throw new DomainError(ErrorCode.NotFound, `node '${nodeId}' is not known`);
+    const entry = await this.plane.setCordon(nodeId, action);
+    return nodeView(entry, this.plane.replicas.snapshot());
+  }
+
+  private requireLeader(): void {
+    if (!this.plane.leadership.isLeader()) {
+      throw new DomainError(ErrorCode.Unavailable, 'this controller is a standby; send changes to the leader (see /v1/admin/status controller.leaderAddress)');
+    }
+  }
+}
+
+type NodeEntryOf<S extends AdminState> = S['nodes'] extends ReadonlyMap<string, infer N> ? N : never;

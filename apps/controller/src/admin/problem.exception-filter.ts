@@ -1,0 +1,101 @@
+import { randomUUID } from 'node:crypto';
+import { Catch, HttpException, Inject, Injectable, type ArgumentsHost, type ExceptionFilter } from '@nestjs/common';
+import { DomainError, ErrorCode, type Problem } from '@llmgw/domain';
+import type { ServerResponse } from 'node:http';
+import { ROOT_LOGGER, type Logger } from '@llmgw/observability';
+
+/** An RFC 9457 problem document, as every admin API error is answered. */
+export interface ProblemDocument {
+  type: string;
+  title: string;
+  status: number;
+  detail: string;
+  /** The domain error code. */
+  code: string;
+  /** Every validation problem with its path, for invalid input. */
+  problems?: Problem[];
+  /** Correlates a 500 with the log line holding its cause. */
+  errorId?: string;
+}
+
+/** The one mapping from domain error codes to HTTP statuses for the admin API. */
+export const STATUS_OF: Record<ErrorCode, number> = {
+  [ErrorCode.InvalidArgument]: 400,
+  [ErrorCode.Unauthenticated]: 401,
+  [ErrorCode.PermissionDenied]: 403,
+  [ErrorCode.NotFound]: 404,
+  [ErrorCode.Conflict]: 409,
+  [ErrorCode.Fenced]: 409,
+  [ErrorCode.PreconditionFailed]: 412,
+  [ErrorCode.Unplaceable]: 422,
+  [ErrorCode.ResourceExhausted]: 429,
+  [ErrorCode.Internal]: 500,
+  [ErrorCode.Unavailable]: 503,
+};
+
+const TITLES: Record<number, string> = {
+  400: 'Bad Request',
+  401: 'Unauthorized',
+  403: 'Forbidden',
+  404: 'Not Found',
+  405: 'Method Not Allowed',
+  409: 'Conflict',
+  412: 'Precondition Failed',
+  422: 'Unprocessable Content',
+  429: 'Too Many Requests',
+  500: 'Internal Server Error',
+  503: 'Service Unavailable',
+};
+
+/**
+ * Answers every error of the admin API as `application/problem+json`: domain errors with their
+ * code's status and every problem; Nest's HTTP errors with their status; anything else as a 500
+ * that names an error id and logs the cause, never a stack trace.
+ */
+@Catch()
+@Injectable()
+export class ProblemExceptionFilter implements ExceptionFilter {
+  private readonly logger: Logger;
+
+  constructor(@Inject(ROOT_LOGGER) logger: Logger) {
+    this.logger = logger.child({ context: 'AdminApi' });
+  }
+
+  catch(error: unknown, host: ArgumentsHost): void {
+    const res = host.switchToHttp().getResponse<ServerResponse>();
+    const doc = this.toProblem(error);
+    res.statusCode = doc.status;
+    res.setHeader('Content-Type', 'application/problem+json');
+    if (doc.status === 401) res.setHeader('WWW-Authenticate', 'Bearer realm="llmgw-controller-admin"');
+    res.end(JSON.stringify(doc));
+  }
+
+  private toProblem(error: unknown): ProblemDocument {
+    if (error instanceof DomainError) {
+      const status = STATUS_OF[error.code] ?? 500;
+      return {
+        type: `https://llmgw.dev/problems/${error.code}`,
+        title: TITLES[status] ?? 'Error',
+        status,
+        detail: error.message.split('\n')[0],
+        code: error.code,
+        ...(error.problems.length > 0 ? { problems: [...error.problems] } : {}),
+      };
+    }
+    if (error instanceof HttpException) {
+      const status = error.getStatus();
+      const code = status === 404 ? ErrorCode.NotFound : status === 401 ? ErrorCode.Unauthenticated : status < 500 ? ErrorCode.InvalidArgument : ErrorCode.Internal;
+      return { type: `https://llmgw.dev/problems/${code}`, title: TITLES[status] ?? 'Error', status, detail: error.message, code };
+    }
+    const errorId = randomUUID();
+    this.logger.error({ err: error, errorId }, 'admin API: unexpected error');
+    return {
+      type: `https://llmgw.dev/problems/${ErrorCode.Internal}`,
+      title: TITLES[500],
+      status: 500,
+      detail: `internal error ${errorId}; the controller log has the cause`,
+      code: ErrorCode.Internal,
+      errorId,
+    };
+  }
+}

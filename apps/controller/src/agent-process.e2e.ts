@@ -1,0 +1,112 @@
+// The controller with real llmgw-agent processes (fake GPUs, the engine simulator in place of
+// vLLM): placement onto real engines, kill -9 of an agent and its engines with the replicas
+// rebuilt on the survivor, and a model removed from the catalog stopping its engines.
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { openStore } from '@llmgw/store';
+import { processExists, runTsEntry, spawnProcess, sqliteBackend, stopAllSpawned, waitFor, type SpawnedProcess } from '@llmgw/testing';
+import { afterAll, describe, expect, it } from 'vitest';
+import { catalogFile, startController, WatchingRouter } from './test/controller.harness';
+
+const cleanups: (() => Promise<unknown> | void)[] = [];
+const enginePids = new Set<number>();
+afterAll(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+  await stopAllSpawned();
+  // Engines deliberately outlive their agent: end any a failed assertion left behind, by id.
+  for (const pid of enginePids) if (processExists(pid)) process.kill(-pid, 'SIGKILL');
+});
+
+function startAgent(nodeId: string, controller: string, root: string): Promise<SpawnedProcess> {
+  const home = join(root, nodeId);
+  const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('LLMGW_') && !k.startsWith('HF_')));
+  return spawnProcess({
+    ...runTsEntry('apps/agent/src/main.ts'),
+    name: `llmgw-agent ${nodeId}`,
+    cleanEnv: true,
+    env: {
+      ...env,
+      LLMGW_DATA_DIR: join(home, 'data'),
+      LLMGW_AGENT_PORT: '0',
+      LLMGW_AGENT_NODE_ID: nodeId,
+      LLMGW_AGENT_CACHE_DIR: join(home, 'cache'),
+      LLMGW_AGENT_CONTROLLERS: controller,
+      LLMGW_AGENT_FAKE_GPUS: '8xH100-80GB',
+      LLMGW_AGENT_ENGINE_OVERRIDE: 'sim',
+      LLMGW_AGENT_ADVERTISE_ADDRESS: '127.0.0.1',
+      LLMGW_AGENT_RECONNECT_MIN: '100ms',
+      LLMGW_AGENT_RECONNECT_MAX: '1s',
+      LLMGW_AGENT_READY_TIMEOUT: '60s',
+      LLMGW_AGENT_STOP_GRACE: '5s',
+    },
+    readyWhen: { stdoutMatch: /llmgw-agent listening on http:\/\/127\.0\.0\.1:(\d+)/ },
+    deadlineMs: 60_000,
+  });
+}
+
+describe('with real agent processes', () => {
+  it(
+    'places onto real engines, rebuilds on the survivor after kill -9 of an agent and its engines, and stops engines of a removed model',
+    async () => {
+      const root = mkdtempSync(join(tmpdir(), 'llmgw-ctl-agents-'));
+      cleanups.push(() => rmSync(root, { recursive: true, force: true }));
+      const weights = join(root, 'tiny.gguf');
+      writeFileSync(weights, 'not really weights: the simulator does not read them');
+      const doc = { models: [{ name: 'tiny', source: `file://${weights}`, size: '1MB', replicas: 2, profiles: [{ engine: 'vllm', gpuClass: 'H100-80GB' }] }] };
+      const db = await sqliteBackend.create();
+      const file = catalogFile(doc);
+      cleanups.push(() => db.drop(), () => file.cleanup());
+      const controller = await startController({
+        LLMGW_DATABASE_URL: db.url,
+        LLMGW_CONTROLLER_CATALOG_FILE: file.path,
+        LLMGW_CONTROLLER_SETTLE: '1s',
+        // The real agent heartbeats at the interval Welcome names; windows for a test.
+        LLMGW_CONTROLLER_HEARTBEAT_INTERVAL: '300ms',
+        LLMGW_CONTROLLER_UNREACHABLE_AFTER: '1500ms',
+        LLMGW_CONTROLLER_LOST_AFTER: '3s',
+      });
+      cleanups.push(() => controller.close());
+      const router = new WatchingRouter(controller.grpc);
+      cleanups.push(() => router.close());
+      const agents = await Promise.all(['node-a', 'node-b'].map((id) => startAgent(id, controller.grpc, root)));
+      cleanups.push(() => Promise.all(agents.map((a) => a.stop())));
+
+      // 1. Both replicas placed on real (simulated) engines, ready and published.
+      const placed = await waitFor(() => (router.latest?.endpoints.length === 2 ? router.latest : undefined), { deadlineMs: 90_000, message: 'two endpoints' });
+      for (const e of placed.endpoints) expect((await fetch(`${e.url}/health`)).status).toBe(200);
+      const models = await (await fetch(`${placed.endpoints[0].url}/v1/models`)).text();
+      expect(models).toContain('tiny');
+      for (const n of controller.plane.nodes.snapshot().values()) for (const r of n.reported.values()) if (r.pid !== undefined) enginePids.add(r.pid);
+
+      // 2. kill -9 of the agent holding the replicas, and of its engines.
+      const victimId = placed.endpoints[0].nodeId;
+      const victim = agents[victimId === 'node-a' ? 0 : 1];
+      const victimEngines = [...(controller.plane.nodes.get(victimId)?.reported.values() ?? [])].map((r) => r.pid).filter((p): p is number => p !== undefined);
+      expect(victimEngines.length).toBeGreaterThan(0);
+      await victim.kill9();
+      for (const pid of victimEngines) process.kill(-pid, 'SIGKILL');
+      await waitFor(() => controller.plane.nodes.get(victimId)?.info.state === 'lost', { deadlineMs: 15_000, message: 'node lost' });
+      const rebuilt = await waitFor(
+        () => {
+          const s = router.latest;
+          return s && s.endpoints.length === 2 && s.endpoints.every((e) => e.nodeId !== victimId) ? s : undefined;
+        },
+        { deadlineMs: 90_000, message: 'rebuilt on the survivor' },
+      );
+      for (const e of rebuilt.endpoints) expect((await fetch(`${e.url}/health`)).status).toBe(200);
+      const survivorId = rebuilt.endpoints[0].nodeId;
+      const survivorEngines = () => [...(controller.plane.nodes.get(survivorId)?.reported.values() ?? [])];
+      for (const r of survivorEngines()) if (r.pid !== undefined) enginePids.add(r.pid);
+
+      // 3. The model leaves the catalog: its engines stop, its endpoints go.
+      const store = await openStore(db.url);
+      cleanups.push(() => store.close());
+      await store.catalog.put({ models: [] }, 'test');
+      await waitFor(() => router.latest?.endpoints.length === 0 && controller.plane.replicas.size === 0, { deadlineMs: 30_000, message: 'withdrawn and forgotten' });
+      await waitFor(() => survivorEngines().length === 0, { deadlineMs: 30_000, message: 'the agent runs nothing' });
+      for (const e of rebuilt.endpoints) await expect(fetch(`${e.url}/health`)).rejects.toThrow();
+    },
+    240_000,
+  );
+});

@@ -1,0 +1,458 @@
+// The controller's composition root below Nest: builds the parts, routes agent reports and
+// leadership changes between them, and runs the tick. Decisions live in the parts (planner,
+// health policy, snapshot builder); this file only wires and sequences.
+import { DomainError, ErrorCode, type Clock, type NodeState } from '@llmgw/domain';
+import type { Store } from '@llmgw/store';
+import type { Logger } from 'pino';
+import type { Registry } from 'prom-client';
+import { CatalogReloader, type CurrentCatalog } from './catalog/catalog.reloader';
+import type { ControllerConfig } from './config/controller.config';
+import { agentService, type Admission, type AgentStreamHandler } from './grpc/agent.service';
+import { AgentSessions, type AgentSession } from './grpc/agent.sessions';
+import { ControllerGrpcServer } from './grpc/grpc.server';
+import type { ReplicaStatusReport } from './grpc/proto.mapper';
+import { routerService } from './grpc/router.service';
+import { LeadershipService } from './leadership/leadership.service';
+import { registerClusterMetrics } from './metrics/cluster.collector';
+import type { NodeEntry, NodeHeartbeat, NodeRegistration, ReportedReplica } from './nodes/node.entry';
+import { nodeRecordOf, NodeRegistry, type NodeChange } from './nodes/node.registry';
+import { EndpointPublisher } from './publishing/endpoint.publisher';
+import { Reconciler } from './reconcile/replica.reconciler';
+import type { ReplicaEntry } from './replicas/replica.entry';
+import { ReplicaRegistry } from './replicas/replica.registry';
+import { StatePersister } from './store/state.persister';
+import { UsageTracker } from './usage/usage.tracker';
+
+/** What the control plane is built from. */
+export interface ControlPlaneOptions {
+  readonly config: ControllerConfig;
+  readonly store: Store;
+  readonly logger: Logger;
+  readonly registry: Registry;
+  readonly clock?: Clock;
+}
+
+/** Where this controller stands: not leading; leading and loading the store; waiting for agents to reconnect; acting. */
+export type Phase = 'standby' | 'loading' | 'settling' | 'active';
+
+const systemClock: Clock = { now: () => Date.now() };
+
+/**
+ * One controller process: node registry, replica registry, reconciler, publisher, usage
+ * tracking, catalog reloading and leadership, behind one gRPC listener. As leader it adopts what
+ * agents report for a settling window after taking the lead and only then starts or stops
+ * anything; as a standby it turns agents away with NotLeader and serves reads (endpoints, admin,
+ * metrics) from the store.
+ */
+export class ControlPlane implements AgentStreamHandler {
+  readonly clock: Clock;
+  readonly nodes = new NodeRegistry();
+  readonly replicas = new ReplicaRegistry();
+  readonly sessions: AgentSessions;
+  readonly publisher: EndpointPublisher;
+  readonly usage: UsageTracker;
+  readonly catalog: CatalogReloader;
+  readonly leadership: LeadershipService;
+  readonly reconciler: Reconciler;
+  private readonly persister: StatePersister;
+  private readonly grpc: ControllerGrpcServer;
+  private readonly log: Logger;
+  private phaseValue: Phase = 'standby';
+  private termStartedAt = 0;
+  private settleUntil = 0;
+  /** Nodes the store knew (not lost) when this term began: settling ends early once all of them reconnect. */
+  private awaited = new Set<string>();
+  private loading: Promise<void> | undefined;
+  private capacity = 0;
+  private tickTimer: NodeJS.Timeout | undefined;
+  private ticking: Promise<void> | undefined;
+  private passTimer: NodeJS.Timeout | undefined;
+  private stopped = false;
+  private grpcPort: number | undefined;
+
+  constructor(private readonly options: ControlPlaneOptions) {
+    const { config, store, logger } = options;
+    this.clock = options.clock ?? systemClock;
+    this.log = logger.child({ context: 'ControlPlane' });
+    this.sessions = new AgentSessions(logger.child({ context: 'AgentSessions' }));
+    this.usage = new UsageTracker(this.replicas);
+    this.catalog = new CatalogReloader(store.catalog, logger.child({ context: 'CatalogReloader' }));
+
+    this.leadership = new LeadershipService(
+      config.lease,
+      store.leases,
+      config.advertiseAddress,
+      this.clock,
+      { startedLeading: () => this.beginTerm(), stoppedLeading: () => this.endTerm() },
+      logger,
+    );
+    const metrics = registerClusterMetrics(options.registry, {
+      clock: this.clock,
+      nodes: () => this.nodes.snapshot(),
+      replicas: () => this.replicas.snapshot(),
+      unplaceable: () => this.reconciler.unplaceable,
+      isLeader: () => this.leadership.isLeader(),
+      catalogRevision: () => this.catalog.current()?.revision,
+      rejectedCatalogRevision: () => this.catalog.rejected()?.revision,
+      snapshotRevision: () => this.publisher.current()?.revision,
+      watchers: () => this.publisher.sinkCount,
+      agentStreams: () => this.sessions.size,
+      commandsSent: () => this.sessions.sent,
+    });
+    this.publisher = new EndpointPublisher(
+      { nodes: () => this.nodes.snapshot(), replicas: () => this.replicas.values(), catalog: () => this.catalog.current() },
+      logger.child({ context: 'EndpointPublisher' }),
+      (seconds) => metrics.observePublish(seconds),
+    );
+    const timing = config.timing;
+    this.reconciler = new Reconciler(
+      {
+        clock: this.clock,
+        timing: {
+          backoffMinMs: timing.backoffMinMs,
+          backoffMaxMs: timing.backoffMaxMs,
+          maxRestarts: timing.maxRestarts,
+          commandGraceMs: Math.max(2 * timing.heartbeatIntervalMs, 2 * timing.tickMs),
+        },
+        nodes: this.nodes,
+        replicas: this.replicas,
+        sessions: this.sessions,
+        store,
+        catalog: () => this.catalog.current(),
+        mayAct: () => this.phaseValue === 'active' && this.leadership.isLeader() && !this.stopped,
+        fence: () => this.leadership.fence(),
+        capacityEpoch: () => this.capacity,
+        bumpCapacity: () => this.bumpCapacity(),
+        observePass: (seconds) => metrics.observePass(seconds),
+      },
+      logger,
+    );
+    this.persister = new StatePersister(store, this.nodes, this.replicas, this.usage, () => this.leadership.fence(), logger);
+    this.nodes.onChange((change) => this.nodeChanged(change));
+    this.replicas.onChange(() => this.publisher.schedule());
+    this.catalog.onSwap(() => {
+      this.bumpCapacity();
+      this.publisher.schedule();
+      this.requestPass();
+    });
+    this.grpc = new ControllerGrpcServer(
+      agentService(this, config.joinToken, logger),
+      routerService(this.publisher, this.usage, logger),
+    );
+  }
+
+  get phase(): Phase {
+    return this.phaseValue;
+  }
+
+  get controllerId(): string {
+    return this.leadership.ownerId;
+  }
+
+  get heartbeatIntervalMs(): number {
+    return this.options.config.timing.heartbeatIntervalMs;
+  }
+
+  /** The bound gRPC port (after start). */
+  get port(): number | undefined {
+    return this.grpcPort;
+  }
+
+  /** The catalog in force, or undefined before one is loaded. */
+  currentCatalog(): CurrentCatalog | undefined {
+    return this.catalog.current();
+  }
+
+  /**
+   * Loads the catalog (seeding the store from the catalog file if it has none), binds gRPC,
+   * joins leadership and starts the tick. Returns the bound gRPC port. A catalog file that does
+   * not validate, or a port in use, rejects.
+   */
+  async start(): Promise<number> {
+    const { config } = this.options;
+    await this.catalog.start(config.catalogFile);
+    this.grpcPort = await this.grpc.listen(config.host, config.grpcPort);
+    this.leadership.start();
+    // Nothing is published before the state is loaded: a router's first snapshot from a
+    // restarted controller must carry the endpoints the store knows, not an empty list.
+    if (this.leadership.isLeader()) await this.loading;
+    else await this.refreshStandby().catch((error: unknown) => this.log.warn({ err: error }, 'store: cannot read the cluster state yet'));
+    this.publisher.open();
+    this.tickTimer = setInterval(() => void this.tick(), config.timing.tickMs);
+    this.tickTimer.unref();
+    return this.grpcPort;
+  }
+
+  /** Flushes what the store has not seen, closes agent and router streams, gives up the lease. */
+  async stop(): Promise<void> {
+    if (this.stopped) return;
+    this.stopped = true;
+    clearInterval(this.tickTimer);
+    clearTimeout(this.passTimer);
+    await this.ticking;
+    if (this.leadership.isLeader()) await this.persister.flush();
+    this.sessions.closeAll();
+    await this.grpc.close(1_000);
+    await this.leadership.stop();
+  }
+
+  /** Resolves once a leader has its state loaded. */
+  async whenLoaded(): Promise<void> {
+    await this.loading;
+  }
+
+  // ---- leadership ----
+
+  private beginTerm(): void {
+    this.phaseValue = 'loading';
+    this.termStartedAt = this.clock.now();
+    this.reconciler.reset();
+    const load = async (): Promise<void> => {
+      for (;;) {
+        try {
+          const [nodes, replicas] = await Promise.all([this.options.store.nodes.list(), this.options.store.replicas.list()]);
+          if (!this.leadership.isLeader() || this.stopped) return;
+          const now = this.clock.now();
+          this.termStartedAt = now;
+          this.nodes.loadFromStore(nodes, now);
+          this.replicas.loadFromStore(replicas);
+          this.awaited = new Set(nodes.filter((n) => n.state !== 'lost').map((n) => n.id));
+          this.settleUntil = now + this.options.config.timing.settleMs;
+          this.phaseValue = 'settling';
+          this.log.info(
+            { nodes: nodes.length, replicas: replicas.length, settleMs: this.options.config.timing.settleMs },
+            'leading: state loaded; adopting what agents report before acting',
+          );
+          this.checkSettled();
+          this.publisher.open();
+          return;
+        } catch (error) {
+          this.log.warn({ err: error }, 'store: cannot load the cluster state; retrying');
+          await new Promise((r) => setTimeout(r, this.options.config.timing.tickMs));
+          if (!this.leadership.isLeader() || this.stopped) return;
+        }
+      }
+    };
+    this.loading = load();
+  }
+
+  private endTerm(): void {
+    this.phaseValue = 'standby';
+    this.reconciler.reset();
+    // Agents must follow the new leader; a standby holding their streams could not command them.
+    this.sessions.closeAll({ $case: 'notLeader', value: {} });
+  }
+
+  private checkSettled(): void {
+    if (this.phaseValue !== 'settling') return;
+    const now = this.clock.now();
+    const waiting = [...this.awaited].filter((id) => !this.nodes.get(id)?.connected);
+    // Early only when the store named nodes and all are back: with none named (a new or lost
+    // store) there is no way to know who is still to come, so the whole window is waited.
+    if (now < this.settleUntil && (waiting.length > 0 || this.awaited.size === 0)) return;
+    this.phaseValue = 'active';
+    this.log.info({ adopted: this.replicas.size, missing: waiting }, now < this.settleUntil ? 'every known agent is back: adoption settled' : 'settling window over');
+    this.requestPass();
+  }
+
+  async admit(): Promise<Admission> {
+    if (this.leadership.isLeader() && !this.stopped) {
+      await this.loading;
+      if (this.leadership.isLeader() && this.phaseValue !== 'standby') return { leader: true };
+    }
+    const holder = await this.leadership.holder().catch(() => undefined);
+    const elsewhere = holder && holder.held && holder.owner !== this.leadership.ownerId ? holder.address : undefined;
+    return elsewhere !== undefined ? { leader: false, leaderAddress: elsewhere } : { leader: false };
+  }
+
+  // ---- agent reports ----
+
+  registered(session: AgentSession, registration: NodeRegistration): void {
+    this.sessions.attach(session);
+    const previous = this.nodes.get(registration.id);
+    this.nodes.register(registration, this.clock.now());
+    this.log.info(
+      { nodeId: registration.id, address: registration.address, gpus: registration.gpus.length, replicas: registration.replicas.length, was: previous?.info.state },
+      previous ? 'agent reconnected' : 'node joined',
+    );
+    for (const r of registration.replicas) this.observe(registration.id, r);
+    this.checkSettled();
+  }
+
+  heartbeat(nodeId: string, heartbeat: NodeHeartbeat): void {
+    const before = this.nodes.get(nodeId)?.reported;
+    if (!before || !this.nodes.heartbeat(nodeId, heartbeat, this.clock.now())) return;
+    for (const r of heartbeat.replicas) {
+      // Most heartbeats repeat what the node already said: fold only what is new to the replica.
+      const was = before.get(r.replicaId);
+      const known = this.replicas.get(r.replicaId);
+      if (was && known && known.memberStates[nodeId] !== undefined && was.state === r.state && was.port === r.port && was.reason === r.reason) continue;
+      this.observe(nodeId, r);
+    }
+  }
+
+  replicaStatus(nodeId: string, status: ReplicaStatusReport): void {
+    this.nodes.replicaChanged(nodeId, {
+      replicaId: status.replicaId,
+      state: status.state,
+      restarts: status.restarts,
+      ...(status.reason !== undefined ? { reason: status.reason } : {}),
+      ...(status.port !== undefined ? { port: status.port } : {}),
+    });
+    this.fold(nodeId, status.replicaId, status.state, status.reason, status.port);
+  }
+
+  disconnected(session: AgentSession): void {
+    if (!this.sessions.detach(session)) return;
+    this.log.info({ nodeId: session.nodeId }, 'agent stream closed');
+    this.nodes.disconnected(session.nodeId);
+  }
+
+  /** One replica as an agent reports it: folded into the known replica, or adopted while settling. */
+  private observe(nodeId: string, r: ReportedReplica): void {
+    const known = this.replicas.get(r.replicaId);
+    if (!known && this.phaseValue === 'settling' && this.leadership.isLeader()) this.adopt(nodeId, r);
+    else if (known && !known.replica.members.some((m) => m.nodeId === nodeId) && !known.persisted && this.phaseValue === 'settling') this.adoptMember(nodeId, r);
+    this.fold(nodeId, r.replicaId, r.state, r.reason, r.port);
+  }
+
+  private fold(nodeId: string, replicaId: string, state: ReportedReplica['state'], reason: string | undefined, port: number | undefined): void {
+    const before = this.replicas.get(replicaId);
+    if (!before) return;
+    const after = this.replicas.report(replicaId, { nodeId, state, ...(reason !== undefined ? { reason } : {}), ...(port !== undefined ? { port } : {}) }, this.clock.now());
+    if (!after || after === before || after.replica.state === before.replica.state) return;
+    if (after.replica.state === 'failed') {
+      this.log.warn({ replicaId, nodeId, reason: after.replica.reason }, 'replica failed');
+      this.recordEvent({ kind: 'failed', model: after.replica.model, replicaId, nodeId, ...(after.replica.reason ? { reason: after.replica.reason } : {}) });
+    } else if (after.replica.state === 'ready') {
+      this.log.info({ replicaId, nodeId, model: after.replica.model }, 'replica ready');
+    }
+    if (after.replica.state === 'failed' || after.replica.state === 'stopped') this.requestPass();
+  }
+
+  private adopt(nodeId: string, r: ReportedReplica): void {
+    if (r.state === 'stopped') return;
+    const now = this.clock.now();
+    const model = this.catalog.current()?.catalog.get(r.model);
+    const profileIndex = Math.max(0, model?.profiles.findIndex((p) => p.engine === r.engine && p.gpusPerNode === r.gpuIndices.length) ?? 0);
+    const entry: ReplicaEntry = {
+      replica: {
+        id: r.replicaId,
+        model: r.model,
+        profileIndex,
+        engine: r.engine,
+        members: [{ nodeId, rank: r.rank, gpuIndices: [...r.gpuIndices], ...(r.port !== undefined ? { port: r.port } : {}) }],
+        state: 'pending',
+        restarts: 0,
+        createdAt: now,
+        updatedAt: now,
+      },
+      memberStates: {},
+      persisted: false,
+      dirty: true,
+      fetching: [],
+    };
+    this.replicas.add(entry);
+    this.log.info({ replicaId: r.replicaId, model: r.model, nodeId }, 'adopted a replica the store did not know');
+    this.recordEvent({ kind: 'adopted', model: r.model, replicaId: r.replicaId, nodeId, reason: 'reported by its agent while settling' });
+  }
+
+  private adoptMember(nodeId: string, r: ReportedReplica): void {
+    this.replicas.update(r.replicaId, (e) => ({
+      ...e,
+      dirty: true,
+      replica: {
+        ...e.replica,
+        members: [...e.replica.members, { nodeId, rank: r.rank, gpuIndices: [...r.gpuIndices], ...(r.port !== undefined ? { port: r.port } : {}) }].sort((a, b) => a.rank - b.rank),
+      },
+    }));
+  }
+
+  // ---- operator commands ----
+
+  /**
+   * Cordons (no new replicas), drains (cordon, then move its replicas elsewhere, each stopped
+   * once its replacement is ready) or uncordons a node. Leader only; throws for an unknown node.
+   */
+  async setCordon(nodeId: string, action: 'cordon' | 'uncordon' | 'drain'): Promise<NodeEntry> {
+    const cordoned = action !== 'uncordon';
+    const entry = this.nodes.get(nodeId);
+    if (!entry) throw new DomainError(ErrorCode.NotFound, `node '${nodeId}' is not known`);
+    // The row may not be written yet (a node that just joined): insert it, then set the flag.
+    await this.options.store.nodes.upsert({ ...nodeRecordOf(entry), cordoned });
+    await this.options.store.nodes.setCordoned(nodeId, cordoned);
+    this.nodes.setCordoned(nodeId, cordoned, action === 'drain');
+    this.recordEvent({ kind: cordoned ? 'cordoned' : 'uncordoned', nodeId, reason: action });
+    this.log.info({ nodeId, action }, 'node ' + (action === 'drain' ? 'draining' : `${action}ed`));
+    if (!cordoned) this.bumpCapacity();
+    this.requestPass();
+    return this.nodes.get(nodeId) as NodeEntry;
+  }
+
+  // ---- the tick ----
+
+  /** One tick: health, catalog, reconcile, store sync, publish. Ticks never overlap. */
+  tick(): Promise<void> {
+    this.ticking ??= this.runTick().finally(() => (this.ticking = undefined));
+    return this.ticking;
+  }
+
+  private async runTick(): Promise<void> {
+    if (this.stopped) return;
+    const leader = this.leadership.isLeader();
+    try {
+      if (leader && (this.phaseValue === 'settling' || this.phaseValue === 'active')) {
+        for (const t of this.nodes.checkHealth(this.clock.now(), this.options.config.timing)) this.healthChanged(t.nodeId, t.from, t.to);
+        this.checkSettled();
+      } else if (!leader) {
+        await this.refreshStandby();
+      }
+      await this.catalog.poll();
+    } catch (error) {
+      this.log.warn({ err: error }, 'tick: store read failed');
+    }
+    if (leader) await this.reconciler.pass();
+    await this.persister.flush({ nodes: leader && this.phaseValue !== 'loading', replicas: leader && this.phaseValue !== 'loading' });
+    this.publisher.refresh();
+  }
+
+  private healthChanged(nodeId: string, from: NodeState, to: NodeState): void {
+    if (to === 'lost') {
+      this.log.warn({ nodeId, from }, 'node lost: its replicas count as gone');
+      this.recordEvent({ kind: 'lost', nodeId, reason: `no heartbeat for ${this.options.config.timing.lostAfterMs} ms` });
+    } else if (to === 'unreachable') {
+      this.log.warn({ nodeId }, 'node unreachable: no new placements, its endpoints suspect');
+    }
+  }
+
+  private async refreshStandby(): Promise<void> {
+    const [nodes, replicas] = await Promise.all([this.options.store.nodes.list(), this.options.store.replicas.list()]);
+    if (this.leadership.isLeader()) return;
+    this.nodes.loadFromStore(nodes, 0);
+    this.replicas.loadFromStore(replicas);
+  }
+
+  private nodeChanged(change: NodeChange): void {
+    this.publisher.schedule();
+    if (change.kind === 'registered' || (change.kind === 'state' && change.to === 'healthy')) this.bumpCapacity();
+    if (change.kind === 'registered' || change.kind === 'state' || change.kind === 'cordon') this.requestPass();
+  }
+
+  private bumpCapacity(): void {
+    this.capacity += 1;
+  }
+
+  /** A reconcile pass soon (coalesced), when leading and settled. */
+  requestPass(): void {
+    if (this.passTimer || this.phaseValue !== 'active' || this.stopped) return;
+    this.passTimer = setTimeout(() => {
+      this.passTimer = undefined;
+      void this.reconciler.pass();
+    }, 10);
+    this.passTimer.unref();
+  }
+
+  private recordEvent(e: Parameters<Store['events']['record']>[0]): void {
+    this.options.store.events.record({ ...e, time: this.clock.now() }).catch((error: unknown) => this.log.debug({ err: error, kind: e.kind }, 'store: event not recorded'));
+  }
+}

@@ -1,0 +1,119 @@
+import { timingSafeEqual } from 'node:crypto';
+import { status, type Metadata, type ServerDuplexStream } from '@grpc/grpc-js';
+import type { AgentServiceServer, ConnectRequest, ConnectResponse } from '@llmgw/proto';
+import type { Logger } from 'pino';
+import type { NodeHeartbeat, NodeRegistration } from '../nodes/node.entry';
+import { AgentSession } from './agent.sessions';
+import { heartbeatFromProto, registrationFromProto, replicaStatusFromProto, WireError, type ReplicaStatusReport } from './proto.mapper';
+
+/** Whether this controller takes agents now, and where the leader is when it does not. */
+export type Admission = { readonly leader: true } | { readonly leader: false; readonly leaderAddress?: string };
+
+/** What the agent streams feed (the control plane implements it). Everything arrives in domain form. */
+export interface AgentStreamHandler {
+  /** Waits until the state is loaded; says whether this controller leads. */
+  admit(): Promise<Admission>;
+  /** Welcome's fields. */
+  readonly controllerId: string;
+  readonly heartbeatIntervalMs: number;
+  registered(session: AgentSession, registration: NodeRegistration): void;
+  heartbeat(nodeId: string, heartbeat: NodeHeartbeat): void;
+  replicaStatus(nodeId: string, status: ReplicaStatusReport): void;
+  /** The stream ended; `session` may already have been replaced by a newer one. */
+  disconnected(session: AgentSession): void;
+}
+
+/**
+ * `AgentService.Connect`: checks the join token, waits for Register, answers a standby's
+ * NotLeader or a leader's Welcome, then feeds every message to the handler in arrival order.
+ * A message that cannot be used ends the stream with INVALID_ARGUMENT naming the field.
+ */
+export function agentService(handler: AgentStreamHandler, joinToken: string | undefined, logger: Logger): AgentServiceServer {
+  const log = logger.child({ context: 'AgentService' });
+  return {
+    connect(call: ServerDuplexStream<ConnectRequest, ConnectResponse>) {
+      const peer = call.getPeer();
+      if (!tokenMatches(call.metadata, joinToken)) {
+        log.warn({ peer }, 'agent refused: missing or wrong join token');
+        call.emit('error', { code: status.UNAUTHENTICATED, details: 'missing or wrong join token (authorization: Bearer <token>)' });
+        return;
+      }
+      let session: AgentSession | undefined;
+      let failed = false;
+      // Messages are handled one after another, even while Register waits for admission.
+      let queue: Promise<void> = Promise.resolve();
+      const fail = (code: status, details: string): void => {
+        if (failed) return;
+        failed = true;
+        log.warn({ peer, nodeId: session?.nodeId, details }, 'agent stream refused');
+        call.emit('error', { code, details });
+      };
+      const handle = async (req: ConnectRequest): Promise<void> => {
+        if (failed) return;
+        const p = req.payload;
+        if (!session) {
+          if (p?.$case !== 'register') return fail(status.INVALID_ARGUMENT, 'the first message must be Register');
+          const registration = registrationFromProto(p.value);
+          const admission = await handler.admit();
+          if (!admission.leader) {
+            log.info({ peer, nodeId: registration.id, leader: admission.leaderAddress }, 'not the leader: agent sent elsewhere');
+            call.write({ payload: { $case: 'notLeader', value: admission.leaderAddress ? { leaderAddress: admission.leaderAddress } : {} } });
+            call.end();
+            failed = true;
+            return;
+          }
+          session = new AgentSession(registration.id, call);
+          call.write({ payload: { $case: 'welcome', value: { heartbeatIntervalMs: handler.heartbeatIntervalMs, controllerId: handler.controllerId } } });
+          handler.registered(session, registration);
+          return;
+        }
+        switch (p?.$case) {
+          case 'register':
+            return fail(status.INVALID_ARGUMENT, 'Register may only be the first message');
+          case 'heartbeat':
+            return handler.heartbeat(session.nodeId, heartbeatFromProto(p.value));
+          case 'replicaStatus':
+            return handler.replicaStatus(session.nodeId, replicaStatusFromProto(p.value));
+          case 'commandResult':
+            return session.result(p.value);
+          default:
+            return fail(status.INVALID_ARGUMENT, 'empty message');
+        }
+      };
+      call.on('data', (req: ConnectRequest) => {
+        queue = queue
+          .then(() => handle(req))
+          .catch((error: unknown) => {
+            if (error instanceof WireError) fail(status.INVALID_ARGUMENT, error.message);
+            else {
+              log.error({ err: error, nodeId: session?.nodeId }, 'agent message failed');
+              fail(status.INTERNAL, 'the controller could not handle a message');
+            }
+          });
+      });
+      const closed = (): void => {
+        queue = queue.then(() => {
+          if (!session) return;
+          const s = session;
+          session = undefined;
+          s.close();
+          handler.disconnected(s);
+        });
+      };
+      call.on('end', closed);
+      call.on('error', closed);
+      call.on('cancelled', closed);
+      call.on('close', closed);
+    },
+  };
+}
+
+function tokenMatches(metadata: Metadata, token: string | undefined): boolean {
+  if (token === undefined) return true;
+  const header = metadata.get('authorization')[0];
+  const m = typeof header === 'string' ? /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(header) : null;
+  if (!m) return false;
+  const given = Buffer.from(m[1]);
+  const wanted = Buffer.from(token);
+  return given.length === wanted.length && timingSafeEqual(given, wanted);
+}

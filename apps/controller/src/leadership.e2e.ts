@@ -1,0 +1,92 @@
+// Two controllers on one store, on SQLite and on PostgreSQL: one leads, the other turns agents
+// away with NotLeader naming the leader; a model wanting 2 replicas ends with exactly 2, also
+// after the leader goes away and the standby takes over.
+import { openStore } from '@llmgw/store';
+import { freePort, testBackends, waitFor } from '@llmgw/testing';
+import { afterEach, describe, expect, it } from 'vitest';
+import { FakeAgent } from './test/agent.fake';
+import { catalogDoc, catalogFile, startController, type TestController } from './test/controller.harness';
+
+const cleanups: (() => Promise<unknown> | void)[] = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+/** Waits until `count()` has been exactly `n` for `holdMs` in a row. */
+async function holdsAt(count: () => Promise<number> | number, n: number, holdMs: number, deadlineMs: number, message: string): Promise<void> {
+  let since: number | undefined;
+  await waitFor(
+    async () => {
+      const c = await count();
+      if (c !== n) since = undefined;
+      else since ??= Date.now();
+      return since !== undefined && Date.now() - since >= holdMs;
+    },
+    { deadlineMs, intervalMs: 50, message },
+  );
+}
+
+describe.each(testBackends())('two controllers on one $name store', (backend) => {
+  it(
+    'one leads, the standby sends agents to it, and a model wanting 2 replicas ends with exactly 2 — before and after failover',
+    async () => {
+      const db = await backend.create();
+      const file = catalogFile(catalogDoc([{ name: 'llama', replicas: 2 }]));
+      cleanups.push(() => db.drop(), () => file.cleanup());
+      const [pa, pb] = [await freePort(), await freePort()];
+      const env = (port: number) => ({
+        LLMGW_DATABASE_URL: db.url,
+        LLMGW_CONTROLLER_CATALOG_FILE: file.path,
+        LLMGW_CONTROLLER_GRPC_PORT: String(port),
+        LLMGW_CONTROLLER_ADVERTISE_ADDRESS: `127.0.0.1:${port}`,
+        LLMGW_CONTROLLER_LEASE: 'controller',
+        LLMGW_CONTROLLER_LEASE_TTL: '3s',
+        LLMGW_CONTROLLER_LEASE_RENEW: '1s',
+        LLMGW_CONTROLLER_SETTLE: '2s',
+      });
+      // Both start at once: they race for the catalog seed and for the lease.
+      const controllers: TestController[] = await Promise.all([startController(env(pa)), startController(env(pb))]);
+      cleanups.push(...controllers.map((c) => () => c.close()));
+      const [a, b] = controllers;
+      const agents = [
+        new FakeAgent({ nodeId: 'node-1', controllers: [a.grpc, b.grpc] }),
+        new FakeAgent({ nodeId: 'node-2', controllers: [b.grpc, a.grpc] }),
+        new FakeAgent({ nodeId: 'node-3', controllers: [b.grpc, a.grpc] }),
+      ];
+      cleanups.push(() => Promise.all(agents.map((x) => x.stop())));
+      for (const x of agents) x.connect();
+
+      const leader = await waitFor(() => controllers.find((c) => c.plane.leadership.isLeader()), { deadlineMs: 10_000, message: 'a leader' });
+      const standby = leader === a ? b : a;
+      expect(standby.plane.leadership.isLeader()).toBe(false);
+      await waitFor(() => agents.every((x) => x.connectedTo === leader.grpc), { deadlineMs: 15_000, message: 'every agent on the leader' });
+      // Whoever first reached the standby was told where the leader is.
+      const redirected = agents.flatMap((x) => x.commands('notLeader'));
+      expect(redirected.length).toBeGreaterThan(0);
+      for (const r of redirected) {
+        expect(r.controller).toBe(standby.grpc);
+        if (r.payload.$case === 'notLeader') expect(r.payload.value.leaderAddress).toBe(leader.grpc);
+      }
+
+      const store = await openStore(db.url);
+      cleanups.push(() => store.close());
+      const running = () => agents.reduce((n, x) => n + x.running().length, 0);
+      await holdsAt(running, 2, 2_000, 30_000, 'exactly 2 replicas running');
+      await holdsAt(async () => (await store.replicas.list()).length, 2, 500, 10_000, 'exactly 2 replica rows');
+      expect(standby.plane.sessions.sent.startReplica).toBe(0);
+      // The standby serves reads from the store: the same endpoints.
+      await waitFor(() => standby.plane.publisher.current()?.endpoints.length === 2, { deadlineMs: 10_000, message: 'standby publishes the endpoints' });
+      const before = agents.flatMap((x) => x.running()).sort();
+
+      // The leader goes away; the standby takes the lease, the agents follow, nothing churns.
+      await leader.close();
+      await waitFor(() => standby.plane.leadership.isLeader(), { deadlineMs: 10_000, message: 'standby took over' });
+      await waitFor(() => agents.every((x) => x.connectedTo === standby.grpc), { deadlineMs: 15_000, message: 'agents followed' });
+      await waitFor(() => standby.plane.phase === 'active', { deadlineMs: 10_000, message: 'new leader settled' });
+      await holdsAt(running, 2, 1_500, 20_000, 'still exactly 2 replicas');
+      expect(agents.flatMap((x) => x.running()).sort()).toEqual(before);
+      expect((await store.replicas.list()).map((r) => r.id)).toEqual(before);
+    },
+    120_000,
+  );
+});

@@ -1,0 +1,107 @@
+import { randomInt } from 'node:crypto';
+import type { Clock, Rng } from '@llmgw/domain';
+import { AlwaysLeader, LeaderElector, timerScheduler, type Fence, type Leadership, type LeadershipEnd, type LeadershipTerm } from '@llmgw/lease';
+import type { Logger } from 'pino';
+import { AdvertisedLeaseStore, type LeaseHolder, type LeaseReader } from './advertised-lease.store';
+
+/** Lease settings; unset = this controller always leads. Times in ms. */
+export interface LeaseSettings {
+  readonly name: string;
+  readonly ttlMs: number;
+  readonly renewIntervalMs: number;
+}
+
+/** What the rest of the controller is told when leadership changes. */
+export interface LeadershipListener {
+  startedLeading(term: LeadershipTerm): void;
+  stoppedLeading(end: LeadershipEnd): void;
+}
+
+/** Uniform randomness from the operating system's generator (owner ids must not repeat across starts). */
+export const cryptoRng: Rng = { next: () => randomInt(0, 2 ** 47) / 2 ** 47 };
+
+/**
+ * Leadership for this process: a lease in the store when `settings` is given (LeaderElector),
+ * otherwise unconditional (AlwaysLeader). Fences come out in the form the store checks, and a
+ * standby can name the current holder's advertised address.
+ */
+export class LeadershipService {
+  readonly leadership: Leadership;
+  private readonly leases: AdvertisedLeaseStore | undefined;
+  private readonly log: Logger;
+
+  constructor(
+    private readonly settings: LeaseSettings | undefined,
+    leaseStore: LeaseReader,
+    advertiseAddress: string | undefined,
+    clock: Clock,
+    listener: LeadershipListener,
+    logger: Logger,
+    rng: Rng = cryptoRng,
+  ) {
+    this.log = logger.child({ context: 'LeadershipService' });
+    const callbacks = {
+      onStartedLeading: (term: LeadershipTerm) => {
+        this.log.info({ owner: term.ownerId, generation: term.generation }, 'started leading');
+        listener.startedLeading(term);
+      },
+      onStoppedLeading: (end: LeadershipEnd) => {
+        this.log.warn({ owner: end.ownerId, generation: end.generation, reason: end.reason }, 'stopped leading');
+        listener.stoppedLeading(end);
+      },
+      onError: (error: unknown) => this.log.warn({ err: error }, 'lease: store call failed; keeping the current claim until it lapses'),
+    };
+    if (settings === undefined) {
+      this.leadership = new AlwaysLeader(clock, rng, callbacks);
+    } else {
+      this.leases = new AdvertisedLeaseStore(leaseStore, advertiseAddress);
+      this.leadership = new LeaderElector({
+        store: this.leases,
+        clock,
+        rng,
+        scheduler: timerScheduler,
+        name: settings.name,
+        ttlMs: settings.ttlMs,
+        renewIntervalMs: settings.renewIntervalMs,
+        ...callbacks,
+      });
+    }
+  }
+
+  get ownerId(): string {
+    return this.leadership.ownerId;
+  }
+
+  /** The lease name, or undefined when no lease is configured. */
+  get leaseName(): string | undefined {
+    return this.settings?.name;
+  }
+
+  isLeader(): boolean {
+    return this.leadership.isLeader();
+  }
+
+  get generation(): number | undefined {
+    return this.leadership.generation;
+  }
+
+  /** The fence for a store write; throws DomainError `fenced` when not leading. */
+  fence(): Fence {
+    const fence = this.leadership.fence();
+    return this.leases ? this.leases.storedFence(fence) : fence;
+  }
+
+  /** Who holds the lease now (undefined without a lease or when nobody does). */
+  async holder(): Promise<LeaseHolder | undefined> {
+    if (!this.leases || !this.settings) return undefined;
+    return this.leases.holder(this.settings.name);
+  }
+
+  start(): void {
+    this.leadership.start();
+  }
+
+  stop(): Promise<void> {
+    return this.leadership.stop();
+  }
+}

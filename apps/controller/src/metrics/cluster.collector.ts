@@ -1,0 +1,280 @@
+import { NODE_STATES, REPLICA_STATES, type Clock } from '@llmgw/domain';
+import { capacityByClass, freeNodesByFabric } from '@llmgw/placement';
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import type { NodeEntry } from '../nodes/node.entry';
+import { inventoryOf } from '../reconcile/reconcile.planner';
+import type { UnplaceableState } from '../reconcile/reconcile.planner';
+import type { ReplicaEntry } from '../replicas/replica.entry';
+
+/** The state the cluster metrics are computed from at scrape time. */
+export interface ClusterMetricsSource {
+  readonly clock: Clock;
+  nodes(): ReadonlyMap<string, NodeEntry>;
+  replicas(): ReadonlyMap<string, ReplicaEntry>;
+  unplaceable(): ReadonlyMap<string, UnplaceableState>;
+  isLeader(): boolean;
+  catalogRevision(): number | undefined;
+  rejectedCatalogRevision(): number | undefined;
+  snapshotRevision(): number | undefined;
+  watchers(): number;
+  agentStreams(): number;
+  commandsSent(): Readonly<Record<string, number>>;
+}
+
+/** What the reconciler and the publisher report into. */
+export interface ControllerMetrics {
+  observePass(seconds: number): void;
+  observePublish(seconds: number): void;
+}
+
+const GPU_STATES = ['used', 'free', 'unhealthy', 'unavailable'] as const;
+
+/**
+ * Registers the cluster and controller metric families on `registry`. Every value is computed
+ * when Prometheus scrapes, from the state the controller already holds (a collector, not gauges
+ * kept current by a ticker). Unknown is absent: a GPU without a reported utilisation, memory use
+ * or ECC count has no sample, a node whose disk was not read has no cache sample, a replica no
+ * router reported has no idle sample. Unhealthy GPUs are counted as neither used nor free.
+ */
+export function registerClusterMetrics(registry: Registry, source: ClusterMetricsSource): ControllerMetrics {
+  const registers = [registry];
+  let view: { nodes: ReadonlyMap<string, NodeEntry>; replicas: ReadonlyMap<string, ReplicaEntry>; at: number } | undefined;
+  // One consistent view per scrape: families collected within the same millisecond share it.
+  const state = () => {
+    const now = source.clock.now();
+    if (!view || view.at !== now) view = { nodes: source.nodes(), replicas: source.replicas(), at: now };
+    return view;
+  };
+
+  new Gauge({
+    name: 'llmgw_cluster_nodes',
+    help: 'Nodes by health state (healthy, unreachable, lost).',
+    labelNames: ['state'],
+    registers,
+    collect() {
+      this.reset();
+      const counts = new Map<string, number>(NODE_STATES.map((s) => [s, 0]));
+      for (const n of state().nodes.values()) counts.set(n.info.state, (counts.get(n.info.state) ?? 0) + 1);
+      for (const [s, v] of counts) this.set({ state: s }, v);
+    },
+  });
+  new Gauge({
+    name: 'llmgw_cluster_nodes_cordoned',
+    help: 'Nodes an operator cordoned (no new replicas).',
+    registers,
+    collect() {
+      let n = 0;
+      for (const e of state().nodes.values()) if (e.info.cordoned) n++;
+      this.set(n);
+    },
+  });
+  new Gauge({
+    name: 'llmgw_cluster_gpus',
+    help: 'GPUs by class and state: used (held by a replica), free (placeable), unhealthy (neither used nor free), unavailable (on a node taking no replicas).',
+    labelNames: ['gpu_class', 'state'],
+    registers,
+    collect() {
+      this.reset();
+      const { nodes, replicas } = state();
+      for (const c of capacityByClass(allNodesInventory(nodes, replicas))) {
+        for (const s of GPU_STATES) this.set({ gpu_class: c.gpuClass, state: s }, c[s]);
+      }
+    },
+  });
+  perGpu(registers, state, 'llmgw_cluster_gpu_memory_total_bytes', 'GPU memory per GPU, bytes.', (g) => g.memoryTotalBytes);
+  perGpu(registers, state, 'llmgw_cluster_gpu_memory_used_bytes', 'GPU memory in use per GPU, bytes; absent when the driver did not report it.', (g) => g.memoryUsedBytes);
+  perGpu(registers, state, 'llmgw_cluster_gpu_utilization_ratio', 'GPU utilisation per GPU, 0..1; absent when the driver cannot report it.', (g) =>
+    g.utilizationPct === undefined ? undefined : g.utilizationPct / 100,
+  );
+  perGpu(registers, state, 'llmgw_cluster_gpu_ecc_errors', 'Uncorrected ECC errors since the driver loaded, per GPU; absent when ECC is off or unsupported.', (g) => g.eccErrors);
+  new Gauge({
+    name: 'llmgw_cluster_fabric_nodes',
+    help: 'GPU nodes per fabric, any state.',
+    labelNames: ['fabric'],
+    registers,
+    collect() {
+      this.reset();
+      const { nodes, replicas } = state();
+      for (const f of freeNodesByFabric(allNodesInventory(nodes, replicas))) this.set({ fabric: f.fabric }, f.nodes);
+    },
+  });
+  new Gauge({
+    name: 'llmgw_cluster_fabric_free_nodes',
+    help: 'Whole free nodes per fabric (healthy, uncordoned, every GPU healthy and unallocated): what decides whether a multi-node replica can land.',
+    labelNames: ['fabric'],
+    registers,
+    collect() {
+      this.reset();
+      const { nodes, replicas } = state();
+      for (const f of freeNodesByFabric(allNodesInventory(nodes, replicas))) this.set({ fabric: f.fabric }, f.freeNodes);
+    },
+  });
+  new Gauge({
+    name: 'llmgw_cluster_cache_free_bytes',
+    help: 'Free space of each node\'s weights cache filesystem, bytes; absent when the agent could not read it.',
+    labelNames: ['node'],
+    registers,
+    collect() {
+      this.reset();
+      for (const n of state().nodes.values()) if (n.cacheFreeBytes !== undefined) this.set({ node: n.info.id }, n.cacheFreeBytes);
+    },
+  });
+  new Gauge({
+    name: 'llmgw_cluster_replicas',
+    help: 'Replicas by model and state.',
+    labelNames: ['model', 'state'],
+    registers,
+    collect() {
+      this.reset();
+      const counts = new Map<string, Map<string, number>>();
+      for (const e of state().replicas.values()) {
+        const byState = counts.get(e.replica.model) ?? new Map<string, number>(REPLICA_STATES.map((s) => [s, 0]));
+        byState.set(e.replica.state, (byState.get(e.replica.state) ?? 0) + 1);
+        counts.set(e.replica.model, byState);
+      }
+      for (const [model, byState] of counts) for (const [s, v] of byState) this.set({ model, state: s }, v);
+    },
+  });
+  new Gauge({
+    name: 'llmgw_cluster_unplaceable_models',
+    help: 'Models that fit on no node right now.',
+    registers,
+    collect() {
+      this.set(source.unplaceable().size);
+    },
+  });
+  new Gauge({
+    name: 'llmgw_cluster_model_unplaceable',
+    help: '1 for each model that fits on no node right now (the reason is in the admin API and the events).',
+    labelNames: ['model'],
+    registers,
+    collect() {
+      this.reset();
+      for (const model of source.unplaceable().keys()) this.set({ model }, 1);
+    },
+  });
+  new Gauge({
+    name: 'llmgw_cluster_replica_idle_seconds',
+    help: 'Seconds since a router last used each replica; absent when no router has reported it (unknown, not idle).',
+    labelNames: ['model', 'replica'],
+    registers,
+    collect() {
+      this.reset();
+      const now = source.clock.now();
+      for (const e of state().replicas.values()) {
+        const at = e.replica.lastUsedAt;
+        if (at !== undefined) this.set({ model: e.replica.model, replica: e.replica.id }, Math.max(0, (now - at) / 1000));
+      }
+    },
+  });
+  const passes = new Histogram({
+    name: 'llmgw_controller_reconcile_duration_seconds',
+    help: 'Time one reconcile pass took: planning, store writes and commands.',
+    buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers,
+  });
+  const publishes = new Histogram({
+    name: 'llmgw_controller_snapshot_publish_seconds',
+    help: 'Time from deciding a new endpoint snapshot is due to having handed it to every watching router stream and sink.',
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1],
+    registers,
+  });
+  new Gauge({
+    name: 'llmgw_controller_leader',
+    help: '1 while this controller leads (reconciles, places, evicts), else 0.',
+    registers,
+    collect() {
+      this.set(source.isLeader() ? 1 : 0);
+    },
+  });
+  new Gauge({
+    name: 'llmgw_controller_catalog_revision',
+    help: 'Store revision of the catalog in force; absent before any catalog is loaded.',
+    registers,
+    collect() {
+      this.reset();
+      const r = source.catalogRevision();
+      if (r !== undefined) this.set(r);
+    },
+  });
+  new Gauge({
+    name: 'llmgw_controller_catalog_rejected_revision',
+    help: 'Newest stored catalog revision that failed validation and was not applied; absent when none.',
+    registers,
+    collect() {
+      this.reset();
+      const r = source.rejectedCatalogRevision();
+      if (r !== undefined) this.set(r);
+    },
+  });
+  new Gauge({
+    name: 'llmgw_controller_snapshot_revision',
+    help: 'Revision of the endpoint snapshot routers were last sent; absent before the first.',
+    registers,
+    collect() {
+      this.reset();
+      const r = source.snapshotRevision();
+      if (r !== undefined) this.set(r);
+    },
+  });
+  new Gauge({
+    name: 'llmgw_controller_watchers',
+    help: 'Routers (and in-process sinks) receiving endpoint snapshots.',
+    registers,
+    collect() {
+      this.set(source.watchers());
+    },
+  });
+  new Gauge({
+    name: 'llmgw_controller_agent_streams',
+    help: 'Open agent streams.',
+    registers,
+    collect() {
+      this.set(source.agentStreams());
+    },
+  });
+  new Counter({
+    name: 'llmgw_controller_agent_commands_total',
+    help: 'Commands sent to agents, by kind.',
+    labelNames: ['kind'],
+    registers,
+    collect() {
+      this.reset();
+      for (const [kind, n] of Object.entries(source.commandsSent())) this.inc({ kind }, n);
+    },
+  });
+  return { observePass: (seconds) => passes.observe(seconds), observePublish: (seconds) => publishes.observe(seconds) };
+}
+
+function allNodesInventory(nodes: ReadonlyMap<string, NodeEntry>, replicas: ReadonlyMap<string, ReplicaEntry>) {
+  // Metrics count every node, connected or not; placement only uses connected ones.
+  const all = new Map<string, NodeEntry>();
+  for (const [id, n] of nodes) all.set(id, n.connected ? n : { ...n, connected: true });
+  return inventoryOf(all, replicas, undefined);
+}
+
+type GpuOf = NodeEntry['info']['gpus'][number];
+
+function perGpu(
+  registers: Registry[],
+  state: () => { nodes: ReadonlyMap<string, NodeEntry> },
+  name: string,
+  help: string,
+  value: (g: GpuOf) => number | undefined,
+): void {
+  new Gauge({
+    name,
+    help,
+    labelNames: ['node', 'gpu', 'gpu_class'],
+    registers,
+    collect() {
+      this.reset();
+      for (const n of state().nodes.values()) {
+        for (const g of n.info.gpus) {
+          const v = value(g);
+          if (v !== undefined) this.set({ node: n.info.id, gpu: String(g.index), gpu_class: g.gpuClass }, v);
+        }
+      }
+    },
+  });
+}

@@ -1,0 +1,337 @@
+import { randomBytes } from 'node:crypto';
+import type { Catalog } from '@llmgw/catalog';
+import type { Clock, Replica } from '@llmgw/domain';
+import type { Fence } from '@llmgw/lease';
+import type { EventRepository, NewEvent, ReplicaRepository } from '@llmgw/store';
+import type { Logger } from 'pino';
+import type { CurrentCatalog } from '../catalog/catalog.reloader';
+import type { AgentSessions } from '../grpc/agent.sessions';
+import { fetchWeightsToProto, startReplicaToProto } from '../grpc/proto.mapper';
+import type { NodeRegistry } from '../nodes/node.registry';
+import type { ReplicaEntry } from '../replicas/replica.entry';
+import type { ReplicaRegistry } from '../replicas/replica.registry';
+import { planReconcile, type PlanAction, type PlanTiming, type UnplaceableState } from './reconcile.planner';
+
+/** The store methods the reconciler needs (narrow ports, CONVENTIONS 4). */
+export interface ReconcilerStore {
+  readonly replicas: Pick<ReplicaRepository, 'place' | 'evict'>;
+  readonly events: Pick<EventRepository, 'record'>;
+}
+
+/** What the reconciler asks of the rest of the controller. */
+export interface ReconcilerContext {
+  readonly clock: Clock;
+  readonly timing: PlanTiming;
+  readonly nodes: NodeRegistry;
+  readonly replicas: ReplicaRegistry;
+  readonly sessions: AgentSessions;
+  readonly store: ReconcilerStore;
+  catalog(): CurrentCatalog | undefined;
+  /** Leading, state loaded and adoption settled: commands and placements are allowed. */
+  mayAct(): boolean;
+  /** The fence for replica writes; throws when not leading. */
+  fence(): Fence;
+  /** Grows when capacity may have appeared; see PlanInput.capacityEpoch. */
+  capacityEpoch(): number;
+  bumpCapacity(): void;
+  /** A pass took this long (seconds), for the reconcile-duration histogram. */
+  observePass?(seconds: number, actions: number): void;
+}
+
+/** Result of one pass, for logs, the admin status and the benchmark. */
+export interface PassReport {
+  /** When the pass started, ms since the epoch. */
+  readonly at: number;
+  readonly actions: number;
+  /** Time spent planning (pure), ms. */
+  readonly planMs: number;
+  /** Whole pass including store writes and commands, ms. */
+  readonly totalMs: number;
+}
+
+/**
+ * Applies `planReconcile` to the live cluster. Passes never overlap: a pass asked for while one
+ * runs runs once more afterwards. Each pass plans from snapshots taken at its start, then applies
+ * the actions in order; after every `await` it re-reads what it touches by id, because agent
+ * reports change entries concurrently. A record is written (fenced) before the command that
+ * acts on it is sent, so a deposed leader's write fails before any agent hears from it.
+ */
+export class Reconciler {
+  /** Models that fit nowhere, with reasons and their retry time. */
+  readonly unplaceable = new Map<string, UnplaceableState>();
+  /** The last pass that ran (leading, settled, with a catalog); undefined before the first. */
+  lastPass: PassReport | undefined;
+  /** The last pass that changed anything (placed, stopped, restarted...). */
+  lastActivePass: PassReport | undefined;
+  private readonly avoid = new Map<string, Map<string, number>>();
+  private readonly unknownStops = new Map<string, number>();
+  private running: Promise<PassReport | undefined> | undefined;
+  private again = false;
+  private readonly log: Logger;
+
+  constructor(
+    private readonly ctx: ReconcilerContext,
+    logger: Logger,
+  ) {
+    this.log = logger.child({ context: 'Reconciler' });
+  }
+
+  /** Runs a pass now (or once more after the running one). Never rejects. */
+  pass(): Promise<PassReport | undefined> {
+    if (this.running) {
+      this.again = true;
+      return this.running;
+    }
+    this.running = this.loop().finally(() => (this.running = undefined));
+    return this.running;
+  }
+
+  /** Forgets per-term bookkeeping (a new leadership term starts from the store). */
+  reset(): void {
+    this.unplaceable.clear();
+    this.avoid.clear();
+    this.unknownStops.clear();
+  }
+
+  private async loop(): Promise<PassReport | undefined> {
+    let report: PassReport | undefined;
+    do {
+      this.again = false;
+      try {
+        report = await this.once();
+      } catch (error) {
+        this.log.error({ err: error }, 'reconcile pass failed');
+      }
+    } while (this.again);
+    return report;
+  }
+
+  private async once(): Promise<PassReport | undefined> {
+    const current = this.ctx.catalog();
+    if (!this.ctx.mayAct() || !current) return undefined;
+    const started = performance.now();
+    const now = this.ctx.clock.now();
+    this.prune(now);
+    const actions = planReconcile({
+      now,
+      catalog: current.catalog,
+      nodes: this.ctx.nodes.snapshot(),
+      replicas: this.ctx.replicas.snapshot(),
+      unplaceable: this.unplaceable,
+      avoid: this.avoid,
+      unknownStops: this.unknownStops,
+      capacityEpoch: this.ctx.capacityEpoch(),
+      timing: this.ctx.timing,
+      newReplicaId,
+    });
+    const planMs = performance.now() - started;
+    for (const action of actions) {
+      if (!this.ctx.mayAct()) break;
+      try {
+        await this.apply(action, current.catalog);
+      } catch (error) {
+        this.log.warn({ err: error, action: action.kind, replicaId: 'replicaId' in action ? action.replicaId : undefined }, 'reconcile action failed; the next pass retries');
+      }
+    }
+    const totalMs = performance.now() - started;
+    this.ctx.observePass?.(totalMs / 1000, actions.length);
+    if (actions.length > 0) this.log.debug({ actions: actions.length, planMs, totalMs }, 'reconcile pass');
+    this.lastPass = { at: now, actions: actions.length, planMs, totalMs };
+    if (actions.length > 0) this.lastActivePass = this.lastPass;
+    return this.lastPass;
+  }
+
+  private async apply(a: PlanAction, catalog: Catalog): Promise<void> {
+    const now = this.ctx.clock.now();
+    switch (a.kind) {
+      case 'place':
+        return this.place(a, catalog, now);
+      case 'stop':
+        return this.stop(a.replicaId, a.reason, a.event, now);
+      case 'move': {
+        const entry = this.ctx.replicas.get(a.replicaId);
+        if (!entry) return;
+        const avoid = this.avoid.get(entry.replica.model) ?? new Map<string, number>();
+        for (const m of entry.replica.members) avoid.set(m.nodeId, a.avoidUntil);
+        this.avoid.set(entry.replica.model, avoid);
+        return this.stop(a.replicaId, a.reason, 'evicted', now);
+      }
+      case 'resend-stop': {
+        const entry = this.ctx.replicas.update(a.replicaId, (e) => (e.replica.state === 'draining' ? { ...e, stopSentAt: now } : e));
+        if (entry?.replica.state !== 'draining') return;
+        for (const nodeId of a.nodeIds) this.ctx.sessions.send(nodeId, { $case: 'stopReplica', value: { replicaId: a.replicaId } });
+        return;
+      }
+      case 'forget':
+        return this.forget(a.replicaId, a.event, a.reason);
+      case 'restart': {
+        const entry = this.ctx.replicas.update(a.replicaId, (e) => {
+          if (e.replica.state !== 'failed') return e;
+          const { reason: _r, ...replica } = e.replica;
+          const { failedAt: _f, retryAt: _t, ...rest } = e;
+          return { ...rest, memberStates: {}, dirty: true, commandSentAt: now, replica: { ...replica, state: 'pending', restarts: replica.restarts + 1, updatedAt: now } };
+        });
+        if (!entry || entry.replica.state !== 'pending') return;
+        this.event({ kind: 'placed', model: entry.replica.model, replicaId: a.replicaId, reason: `restart ${entry.replica.restarts} in place after failing` });
+        for (const m of entry.replica.members) this.start(a.replicaId, m.nodeId);
+        return;
+      }
+      case 'resend-start': {
+        const entry = this.ctx.replicas.update(a.replicaId, (e) =>
+          e.replica.state === 'ready' || e.replica.state === 'starting'
+            ? { ...e, dirty: true, memberStates: {}, replica: { ...e.replica, state: 'pending', updatedAt: now } }
+            : e,
+        );
+        if (!entry) return;
+        this.log.info({ replicaId: a.replicaId, nodes: a.nodeIds }, 'agent does not list the replica; sending its start again');
+        for (const nodeId of a.nodeIds) this.start(a.replicaId, nodeId);
+        return;
+      }
+      case 'stop-unknown': {
+        this.unknownStops.set(`${a.nodeId}/${a.replicaId}`, now);
+        if (this.ctx.sessions.send(a.nodeId, { $case: 'stopReplica', value: { replicaId: a.replicaId } }) === undefined) return;
+        this.log.info({ nodeId: a.nodeId, replicaId: a.replicaId, model: a.model }, 'stopping a replica nobody placed');
+        this.event({ kind: 'evicted', model: a.model, replicaId: a.replicaId, nodeId: a.nodeId, reason: 'running on the node but not placed by the controller' });
+        return;
+      }
+      case 'unplaceable': {
+        const previous = this.unplaceable.get(a.model);
+        this.unplaceable.set(a.model, a.state);
+        if (!previous || previous.summary !== a.state.summary) {
+          this.log.warn({ model: a.model, reason: a.state.summary, retryInMs: a.state.retryAt - now }, 'model fits nowhere');
+          this.event({ kind: 'unplaceable', model: a.model, reason: a.state.summary });
+        }
+        return;
+      }
+      case 'placeable':
+        this.unplaceable.delete(a.model);
+        return;
+    }
+  }
+
+  private async place(a: Extract<PlanAction, { kind: 'place' }>, catalog: Catalog, now: number): Promise<void> {
+    const model = catalog.get(a.model);
+    const profile = model?.profiles[a.profileIndex];
+    if (!model || !profile) return;
+    for (const m of a.members) {
+      const node = this.ctx.nodes.get(m.nodeId);
+      // The node changed since the snapshot (gone, silent, cordoned): the next pass decides again.
+      if (!node?.connected || node.info.state !== 'healthy' || node.info.cordoned) return;
+    }
+    const replica: Replica = {
+      id: a.replicaId,
+      model: model.name,
+      profileIndex: a.profileIndex,
+      engine: profile.engine,
+      members: a.members,
+      state: a.fetchOn.length > 0 ? 'fetching' : 'pending',
+      restarts: 0,
+      createdAt: now,
+      updatedAt: now,
+    };
+    await this.ctx.store.replicas.place(replica, this.ctx.fence());
+    this.ctx.replicas.add({ replica, memberStates: {}, persisted: true, dirty: false, fetching: [...a.fetchOn], commandSentAt: now });
+    const where = a.members.map((m) => `${m.nodeId}[${m.gpuIndices.join(',')}]`).join(' ');
+    this.log.info({ replicaId: a.replicaId, model: model.name, profile: a.profileIndex, members: where }, 'replica placed');
+    this.event({ kind: 'placed', model: model.name, replicaId: a.replicaId, nodeId: a.members[0].nodeId, reason: `profile ${a.profileIndex} on ${where}` });
+    for (const m of a.members) {
+      if (a.fetchOn.includes(m.nodeId)) this.fetchThenStart(a.replicaId, m.nodeId, model);
+      else this.start(a.replicaId, m.nodeId);
+    }
+  }
+
+  /** FetchWeights, then StartReplica once the agent says the weights are there. */
+  private fetchThenStart(replicaId: string, nodeId: string, model: NonNullable<ReturnType<Catalog['get']>>): void {
+    const fetch = fetchWeightsToProto('', model);
+    if (!fetch || !this.ctx.mayAct()) return this.start(replicaId, nodeId);
+    const { commandId: _id, ...value } = fetch;
+    this.ctx.sessions.send(nodeId, { $case: 'fetchWeights', value }, (result, outcome) => {
+      const entry = this.ctx.replicas.update(replicaId, (e) => ({ ...e, fetching: e.fetching.filter((n) => n !== nodeId) }));
+      if (!entry || outcome !== 'answered') return; // unanswered: the planner sends the start again after its grace
+      if (result.ok) return this.start(replicaId, nodeId);
+      this.event({ kind: 'refused', model: entry.replica.model, replicaId, nodeId, reason: `weights fetch failed: ${result.message}` });
+      this.memberFailed(replicaId, nodeId, `fetching weights failed: ${result.message}`);
+    });
+  }
+
+  /** StartReplica for one member, built from the entry as it is now. */
+  private start(replicaId: string, nodeId: string): void {
+    const entry = this.ctx.replicas.get(replicaId);
+    const current = this.ctx.catalog();
+    if (!entry || !current || !this.ctx.mayAct()) return;
+    if (!['pending', 'fetching', 'starting', 'ready'].includes(entry.replica.state)) return;
+    const model = current.catalog.get(entry.replica.model);
+    const member = entry.replica.members.find((m) => m.nodeId === nodeId);
+    if (!model || !member || model.profiles[entry.replica.profileIndex] === undefined) return;
+    const addressOf = (id: string): string => this.ctx.nodes.get(id)?.info.address ?? id;
+    const { commandId: _id, ...value } = startReplicaToProto('', replicaId, model, entry.replica.profileIndex, member, entry.replica.members, addressOf);
+    const sent = this.ctx.sessions.send(nodeId, { $case: 'startReplica', value }, (result, outcome) => {
+      if (outcome !== 'answered' || result.ok) return;
+      this.event({ kind: 'refused', model: entry.replica.model, replicaId, nodeId, reason: `start refused by the agent: ${result.message}` });
+      this.memberFailed(replicaId, nodeId, `start refused: ${result.message}`);
+    });
+    if (sent !== undefined) this.ctx.replicas.update(replicaId, (e) => ({ ...e, commandSentAt: this.ctx.clock.now() }));
+  }
+
+  private memberFailed(replicaId: string, nodeId: string, reason: string): void {
+    const before = this.ctx.replicas.get(replicaId);
+    const after = this.ctx.replicas.report(replicaId, { nodeId, state: 'failed', reason }, this.ctx.clock.now());
+    if (after && before?.replica.state !== 'failed' && after.replica.state === 'failed') {
+      this.log.warn({ replicaId, nodeId, reason }, 'replica failed');
+      this.event({ kind: 'failed', model: after.replica.model, replicaId, nodeId, reason });
+    }
+  }
+
+  private stop(replicaId: string, reason: string, event: 'stopped' | 'evicted', now: number): void {
+    const before = this.ctx.replicas.get(replicaId);
+    if (!before || ['draining', 'stopped', 'lost'].includes(before.replica.state)) return;
+    const entry = this.ctx.replicas.update(replicaId, (e) => ({
+      ...e,
+      dirty: true,
+      memberStates: {},
+      stopSentAt: now,
+      stopReason: reason,
+      replica: { ...e.replica, state: 'draining', reason, updatedAt: now },
+    })) as ReplicaEntry;
+    this.log.info({ replicaId, model: entry.replica.model, reason }, 'stopping replica');
+    this.event({ kind: event, model: entry.replica.model, replicaId, nodeId: entry.replica.members[0]?.nodeId, reason });
+    for (const m of entry.replica.members) this.ctx.sessions.send(m.nodeId, { $case: 'stopReplica', value: { replicaId } });
+  }
+
+  private async forget(replicaId: string, event: 'stopped' | 'lost', reason: string): Promise<void> {
+    const entry = this.ctx.replicas.get(replicaId);
+    if (!entry) return;
+    if (entry.persisted) await this.ctx.store.replicas.evict(replicaId, this.ctx.fence());
+    const latest = this.ctx.replicas.get(replicaId) as ReplicaEntry | undefined;
+    this.ctx.replicas.remove(replicaId);
+    this.ctx.bumpCapacity();
+    const r = (latest ?? entry).replica;
+    if (event === 'lost') {
+      this.log.warn({ replicaId, model: r.model, reason }, 'replica lost');
+      // Members on nodes that are still there are told to stop: the replica is rebuilt elsewhere.
+      for (const m of r.members) if (this.ctx.nodes.get(m.nodeId)?.info.state !== 'lost') this.ctx.sessions.send(m.nodeId, { $case: 'stopReplica', value: { replicaId } });
+    } else {
+      this.log.info({ replicaId, model: r.model, reason }, 'replica removed');
+    }
+    this.event({ kind: event, model: r.model, replicaId, nodeId: r.members[0]?.nodeId, reason });
+  }
+
+  /** Records an event without waiting; a store that cannot take it only costs the event. */
+  private event(e: NewEvent): void {
+    this.ctx.store.events.record({ ...e, time: this.ctx.clock.now() }).catch((error: unknown) => this.log.debug({ err: error, kind: e.kind }, 'store: event not recorded'));
+  }
+
+  private prune(now: number): void {
+    for (const [key, at] of this.unknownStops) if (now - at > this.ctx.timing.backoffMaxMs) this.unknownStops.delete(key);
+    for (const [model, nodes] of this.avoid) {
+      for (const [nodeId, until] of nodes) if (until <= now) nodes.delete(nodeId);
+      if (nodes.size === 0) this.avoid.delete(model);
+    }
+  }
+}
+
+/** `<model slug>-<12 hex>`: unique, and what agents accept as a replica id ([A-Za-z0-9._-], ≤ 128). */
+export function newReplicaId(model: string): string {
+  const slug = model.replace(/[^A-Za-z0-9._-]+/g, '-').replace(/^[^A-Za-z0-9]+/, '').slice(0, 48) || 'replica';
+  return `${slug}-${randomBytes(6).toString('hex')}`;
+}

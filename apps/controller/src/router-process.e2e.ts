@@ -1,0 +1,61 @@
+// The controller with a real llmgw-router process: the router follows RouterService.Watch to
+// the replicas the controller placed, answers an OpenAI request through one of them, and its
+// usage reports make that replica's idleness known to the controller.
+import { runTsEntry, spawnProcess, sqliteBackend, stopAllSpawned, waitFor } from '@llmgw/testing';
+import { afterAll, describe, expect, it } from 'vitest';
+import { FakeAgent } from './test/agent.fake';
+import { catalogDoc, catalogFile, startController } from './test/controller.harness';
+
+const cleanups: (() => Promise<unknown> | void)[] = [];
+afterAll(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+  await stopAllSpawned();
+});
+
+describe('with a real router process', () => {
+  it(
+    'the router serves a request through a replica the controller placed, and reports its use back',
+    async () => {
+      const db = await sqliteBackend.create();
+      const file = catalogFile(catalogDoc([{ name: 'llama', replicas: 1 }]));
+      cleanups.push(() => db.drop(), () => file.cleanup());
+      const controller = await startController({ LLMGW_DATABASE_URL: db.url, LLMGW_CONTROLLER_CATALOG_FILE: file.path, LLMGW_CONTROLLER_SETTLE: '500ms' });
+      cleanups.push(() => controller.close());
+      const agent = new FakeAgent({ nodeId: 'node-1', controllers: [controller.grpc], engines: 'sim' });
+      cleanups.push(() => agent.stop());
+      agent.connect();
+
+      const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('LLMGW_')));
+      const router = await spawnProcess({
+        ...runTsEntry('apps/router/src/main.ts'),
+        name: 'llmgw-router',
+        cleanEnv: true,
+        env: { ...env, LLMGW_ROUTER_PORT: '0', LLMGW_ROUTER_CONTROLLER: controller.grpc, LLMGW_ROUTER_USAGE_INTERVAL: '200ms' },
+        readyWhen: { stdoutMatch: /llmgw-router listening on (http:\/\/127\.0\.0\.1:\d+)/ },
+        deadlineMs: 60_000,
+      });
+      cleanups.push(() => router.stop());
+      const base = router.readyMatch?.[1] as string;
+      const replica = await waitFor(() => [...controller.plane.replicas.values()].find((r) => r.replica.state === 'ready'), { deadlineMs: 60_000, message: 'a ready replica' });
+      expect(replica.replica.lastUsedAt).toBeUndefined();
+
+      const res = await waitFor(
+        async () => {
+          const r = await fetch(`${base}/v1/chat/completions`, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json' },
+            body: JSON.stringify({ model: 'llama', messages: [{ role: 'user', content: 'hello' }], max_tokens: 4 }),
+          });
+          return r.status === 200 ? r : undefined;
+        },
+        { deadlineMs: 20_000, message: 'the router answers through the replica' },
+      );
+      const body = JSON.parse(await res.text()) as { model: string; choices: unknown[] };
+      expect(body.model).toBe('llama');
+      expect(body.choices.length).toBeGreaterThan(0);
+      const used = await waitFor(() => controller.plane.replicas.get(replica.replica.id)?.replica.lastUsedAt, { deadlineMs: 10_000, message: 'usage reported' });
+      expect(used).toBeGreaterThan(Date.now() - 60_000);
+    },
+    120_000,
+  );
+});

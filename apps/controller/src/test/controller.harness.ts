@@ -1,0 +1,142 @@
+// Test support: an in-process controller (the real Nest module on real ports), a watching
+// router over real gRPC, and a catalog document builder.
+import { credentials, type ClientReadableStream } from '@grpc/grpc-js';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import { NestFactory } from '@nestjs/core';
+import { ExpressAdapter } from '@nestjs/platform-express';
+import type { INestApplication } from '@nestjs/common';
+import { loadConfig } from '@llmgw/config';
+import { createLogger, createMetricsRegistry } from '@llmgw/observability';
+import { RouterServiceClient, type EndpointSnapshot, type WatchResponse } from '@llmgw/proto';
+import type { AddressInfo } from 'node:net';
+import { controllerConfigSchema } from '../config/controller.config';
+import type { ControlPlane } from '../control-plane.service';
+import { CONTROL_PLANE, ControllerModule } from '../controller.module';
+
+/** Fast timings for tests: 200 ms heartbeats, unreachable after 1 s, lost after 2.5 s. */
+export const FAST_ENV: Record<string, string> = {
+  LLMGW_CONTROLLER_HEARTBEAT_INTERVAL: '200ms',
+  LLMGW_CONTROLLER_UNREACHABLE_AFTER: '1s',
+  LLMGW_CONTROLLER_LOST_AFTER: '2500ms',
+  LLMGW_CONTROLLER_SETTLE: '3s',
+  LLMGW_CONTROLLER_TICK: '200ms',
+  LLMGW_CONTROLLER_BACKOFF_MIN: '500ms',
+  LLMGW_CONTROLLER_BACKOFF_MAX: '5s',
+  LLMGW_CONTROLLER_COMMAND_TIMEOUT: '5s',
+};
+
+/** A controller running in this process. */
+export interface TestController {
+  readonly app: INestApplication;
+  readonly plane: ControlPlane;
+  /** `127.0.0.1:<grpc port>` */
+  readonly grpc: string;
+  /** `http://127.0.0.1:<http port>` */
+  readonly http: string;
+  /** Log lines (JSON objects) written so far. */
+  readonly logs: Record<string, unknown>[];
+  close(): Promise<void>;
+}
+
+/** Starts the real controller module on 127.0.0.1 (HTTP on port 0; gRPC on LLMGW_CONTROLLER_GRPC_PORT or 0). */
+export async function startController(env: Record<string, string>): Promise<TestController> {
+  const config = loadConfig(controllerConfigSchema, { LLMGW_CONTROLLER_GRPC_PORT: '0', LLMGW_LOG_LEVEL: 'info', ...FAST_ENV, ...env });
+  const logs: Record<string, unknown>[] = [];
+  const destination = new Writable({
+    write(chunk, _enc, done) {
+      for (const line of String(chunk).split('\n').filter(Boolean)) logs.push(JSON.parse(line) as Record<string, unknown>);
+      done();
+    },
+  });
+  const logger = createLogger({ name: 'llmgw-controller', level: config.logLevel, destination });
+  const registry = createMetricsRegistry();
+  const app = await NestFactory.create(ControllerModule.forRoot({ config, logger, registry }), new ExpressAdapter(), { logger: false, abortOnError: false });
+  await app.listen(0, '127.0.0.1');
+  const plane = app.get<ControlPlane>(CONTROL_PLANE);
+  const port = (app.getHttpServer().address() as AddressInfo).port;
+  let closed = false;
+  return {
+    app,
+    plane,
+    grpc: `127.0.0.1:${plane.port}`,
+    http: `http://127.0.0.1:${port}`,
+    logs,
+    async close() {
+      if (closed) return;
+      closed = true;
+      await app.close();
+    },
+  };
+}
+
+/** A router's view of `RouterService.Watch`: every snapshot received, reconnecting when the stream ends. */
+export class WatchingRouter {
+  readonly snapshots: EndpointSnapshot[] = [];
+  private client: RouterServiceClient;
+  private call: ClientReadableStream<WatchResponse> | undefined;
+  private stopped = false;
+  /** Streams opened so far. */
+  streams = 0;
+
+  constructor(
+    private address: string,
+    readonly routerId = 'test-router',
+  ) {
+    this.client = new RouterServiceClient(address, credentials.createInsecure());
+    this.open();
+  }
+
+  /** The newest snapshot, if any. */
+  get latest(): EndpointSnapshot | undefined {
+    return this.snapshots[this.snapshots.length - 1];
+  }
+
+  /** Endpoint URLs of the newest snapshot, sorted. */
+  urls(): string[] {
+    return (this.latest?.endpoints ?? []).map((e) => e.url).sort();
+  }
+
+  close(): void {
+    this.stopped = true;
+    this.call?.cancel();
+    this.client.close();
+  }
+
+  private open(): void {
+    if (this.stopped) return;
+    this.streams += 1;
+    const call = this.client.watch({ routerId: this.routerId });
+    this.call = call;
+    call.on('data', (r: WatchResponse) => {
+      if (r.snapshot) this.snapshots.push(r.snapshot);
+    });
+    call.on('error', () => undefined);
+    call.on('status', () => {
+      if (this.call === call && !this.stopped) setTimeout(() => this.open(), 100);
+    });
+  }
+}
+
+/** A catalog document with vLLM models on one H100 each. */
+export function catalogDoc(models: { name: string; replicas: number }[]): { models: unknown[] } {
+  return {
+    models: models.map((m) => ({
+      name: m.name,
+      source: `hf://org/${m.name}@main`,
+      size: '1GB',
+      replicas: m.replicas,
+      profiles: [{ engine: 'vllm', gpuClass: 'H100-80GB' }],
+    })),
+  };
+}
+
+/** Writes `doc` as a JSON catalog file in a temp dir; `cleanup()` removes it. */
+export function catalogFile(doc: unknown): { path: string; cleanup(): void } {
+  const dir = mkdtempSync(join(tmpdir(), 'llmgw-catalog-'));
+  const path = join(dir, 'catalog.json');
+  writeFileSync(path, JSON.stringify(doc));
+  return { path, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
+}
