@@ -77,7 +77,9 @@ function fileHandler(files: Record<string, Buffer>, options: { cutAfter?: Record
     const limit = cut.get(path);
     if (limit !== undefined) {
       cut.delete(path);
-      res.write(body.subarray(start, limit), () => res.destroy());
+      // End with FIN after the bytes are flushed (not RST, which can drop bytes in flight): the
+      // client sees a body shorter than content-length, deterministically at `limit`.
+      res.write(body.subarray(start, limit), () => res.socket?.end());
       return;
     }
     res.end(body.subarray(start));
