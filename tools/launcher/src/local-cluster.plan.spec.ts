@@ -1,0 +1,63 @@
+import { describe, expect, it } from 'vitest';
+import { clientHost, curlExample, planLocalCluster, type LocalClusterInput } from './local-cluster.plan';
+
+const input: LocalClusterInput = {
+  repoRoot: '/repo',
+  dataDir: '/data',
+  host: '127.0.0.1',
+  ports: { router: 1, controller: 2, controllerGrpc: 3, catalog: 4, agent: 5 },
+  catalogFile: '/data/catalog.yaml',
+  adminToken: 'token-token-token-1',
+  userEnv: {},
+};
+
+describe('planLocalCluster', () => {
+  it('starts four separate processes wired to the controller, sharing one data directory', () => {
+    const plan = planLocalCluster(input, '/usr/bin/node');
+    expect(plan.map((p) => p.app)).toEqual(['controller', 'catalog', 'router', 'agent']);
+    for (const p of plan) {
+      expect(p.command).toBe('/usr/bin/node');
+      expect(p.args).toEqual(['/repo/tools/run.cjs', `/repo/apps/${p.app}/src/main.ts`]);
+      expect(p.env.LLMGW_HOST).toBe('127.0.0.1');
+    }
+    const env = Object.fromEntries(plan.map((p) => [p.app, p.env]));
+    expect(env.controller).toMatchObject({ LLMGW_CONTROLLER_PORT: '2', LLMGW_CONTROLLER_GRPC_PORT: '3', LLMGW_CONTROLLER_CATALOG_FILE: '/data/catalog.yaml', LLMGW_DATA_DIR: '/data', LLMGW_CONTROLLER_ADMIN_TOKEN: 'token-token-token-1' });
+    expect(env.catalog).toMatchObject({ LLMGW_CATALOG_PORT: '4', LLMGW_CATALOG_ADMIN_TOKEN: 'token-token-token-1', LLMGW_DATA_DIR: '/data' });
+    expect(env.router).toMatchObject({ LLMGW_ROUTER_PORT: '1', LLMGW_ROUTER_CONTROLLER: '127.0.0.1:3' });
+    expect(env.agent).toMatchObject({
+      LLMGW_AGENT_PORT: '5',
+      LLMGW_AGENT_CONTROLLERS: '127.0.0.1:3',
+      LLMGW_AGENT_CACHE_DIR: '/data/cache',
+      LLMGW_DATA_DIR: '/data',
+    });
+  });
+
+  it("never overrides a launcher default the user set, and reaches a wildcard bind on loopback", () => {
+    const plan = planLocalCluster({ ...input, host: '0.0.0.0', userEnv: { LLMGW_CONTROLLER_SETTLE: '30s', LLMGW_AGENT_CACHE_DIR: '/big/disk' } }, 'node');
+    const env = Object.fromEntries(plan.map((p) => [p.app, p.env]));
+    expect(env.controller.LLMGW_CONTROLLER_SETTLE).toBe('30s');
+    expect(env.agent.LLMGW_AGENT_CACHE_DIR).toBe('/big/disk');
+    expect(env.router.LLMGW_ROUTER_CONTROLLER).toBe('127.0.0.1:3');
+  });
+});
+
+describe('clientHost', () => {
+  it.each([
+    ['127.0.0.1', '127.0.0.1'],
+    ['0.0.0.0', '127.0.0.1'],
+    ['::', '[::1]'],
+    ['::1', '[::1]'],
+    ['myhost', 'myhost'],
+  ])('%s → %s', (host, expected) => expect(clientHost(host)).toBe(expected));
+});
+
+describe('curlExample', () => {
+  it('is one shell command posting a chat completion for the model', () => {
+    expect(curlExample('http://127.0.0.1:8080/v1', 'llmgw-tiny')).toBe(
+      `curl -sS http://127.0.0.1:8080/v1/chat/completions -H 'Content-Type: application/json' -d '{"model":"llmgw-tiny","messages":[{"role":"user","content":"Say hello"}],"max_tokens":32}'`,
+    );
+  });
+  it("escapes a quote in the model name for the shell", () => {
+    expect(curlExample('http://h/v1', "it's")).toContain(`"model":"it'\\''s"`);
+  });
+});
