@@ -120,7 +120,7 @@ const REQUESTS: PlacementRequest[] = [
 function naivePlaceSingleGpu(req: PlacementRequest, inv: Inventory): string | undefined {
   for (const p of req.model.profiles) {
     if (p.gpuClass === undefined || p.nodes > 1) continue;
-    let best: { id: string; freeAfter: number; holds: boolean } | undefined;
+    let best: { id: string; ofModel: number; freeAfter: number; holds: boolean } | undefined;
     for (const n of inv.nodes) {
       if (n.state !== 'healthy' || n.cordoned) continue;
       let fitting = 0;
@@ -133,11 +133,13 @@ function naivePlaceSingleGpu(req: PlacementRequest, inv: Inventory): string | un
       if (fitting < p.gpusPerNode) continue;
       const holds = n.cache.entries.some((e) => e.name === req.cacheName);
       if (!holds && n.cache.freeBytes < req.model.sizeBytes) continue;
-      const c = { id: n.id, freeAfter: freeAny - p.gpusPerNode, holds };
+      const ofModel = inv.allocations.filter((a) => a.nodeId === n.id && a.model === req.model.name).length;
+      const c = { id: n.id, ofModel, freeAfter: freeAny - p.gpusPerNode, holds };
       if (
         !best ||
-        c.freeAfter < best.freeAfter ||
-        (c.freeAfter === best.freeAfter && (c.holds && !best.holds || (c.holds === best.holds && c.id < best.id)))
+        c.ofModel < best.ofModel ||
+        (c.ofModel === best.ofModel && c.freeAfter < best.freeAfter) ||
+        (c.ofModel === best.ofModel && c.freeAfter === best.freeAfter && (c.holds && !best.holds || (c.holds === best.holds && c.id < best.id)))
       ) {
         best = c;
       }

@@ -8,7 +8,10 @@ export interface NodeUsage {
   memoryBytes: number;
   /** Allocations holding no GPU (CPU replicas), of any model. */
   cpuReplicas: number;
-  /** Model name of each allocation on the node (a handful; counted by scanning). */
+  /**
+   * Model name of each allocation on the node (a handful; counted by scanning): how many replicas
+   * of a model a node holds, which placement spreads on for GPU and CPU profiles alike.
+   */
   readonly models: string[];
 }
 

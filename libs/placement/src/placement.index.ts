@@ -9,7 +9,8 @@ import type { Inventory, PlacementRequest, PlacementResult } from './placement.t
 /**
  * An inventory prepared for placing many replicas: each node's fit data computed once, so a
  * `place()` costs O(nodes) cheap checks instead of O(nodes × GPUs + allocations). Immutable:
- * `withAllocation` returns a new index that recomputes only the member nodes and shares the rest.
+ * `withAllocation` returns a new index that recomputes only the member nodes and shares the rest
+ * (each slot's usage carries the node's allocations by model, which the spread rule counts).
  * Gives exactly the results of `place(request, index.inventory)`.
  */
 export class PlacementIndex {
@@ -62,7 +63,9 @@ export class PlacementIndex {
 
 /**
  * Chooses where one replica of `request.model` goes: profiles in catalog order, the first that
- * fits wins. Pure and deterministic: equal inputs give equal results whatever the order of
+ * fits wins. Among nodes that fit, those holding the fewest replicas of the model come first (a
+ * soft spread: a node already holding one is still used when nothing else fits); then GPU
+ * replicas bin-pack (fewest free GPUs left, weights held, id) and CPU replicas spread. Pure and deterministic: equal inputs give equal results whatever the order of
  * `inventory.nodes` or `inventory.allocations` (ties end on node id). When nothing fits, the
  * result lists every profile's reasons, per node (by id) where they are per node.
  * O(allocations + nodes × GPUs per node) per call, allocating little; to place many replicas

@@ -1,7 +1,7 @@
 import type { NodeInfo } from '@llmgw/domain';
 import { describe, expect, it } from 'vitest';
 import { withAllocation } from './allocation.reducer';
-import { place } from './placement.index';
+import { place, PlacementIndex } from './placement.index';
 import type { Allocation, Inventory, PlacementRequest, PlacementResult } from './placement.types';
 import { cpuProfile, GB, gpu, gpuProfile, model, node, withCache } from './test/fleet.builder';
 
@@ -212,6 +212,64 @@ describe('place: GPU bin-packing tie-breaks', () => {
   });
 });
 
+/** Places `count` replicas of the request in sequence, through place() and through an index; both must agree. */
+function placeMany(req: PlacementRequest, start: Inventory, count: number): string[][] {
+  let plain = start;
+  let index = PlacementIndex.build(start);
+  const out: string[][] = [];
+  for (let i = 0; i < count; i++) {
+    const r = place(req, plain);
+    expect(index.place(req)).toEqual(r);
+    out.push(nodesOf(r));
+    plain = withAllocation(plain, `r${i}`, req, r);
+    index = index.withAllocation(`r${i}`, req, r);
+  }
+  return out;
+}
+
+describe('place: GPU replicas of one model spread before they pack', () => {
+  it('puts two replicas of a model on two different empty nodes', () => {
+    const nodes = [node('a'), node('b'), node('c')];
+    expect(placeMany({ model: h100x1 }, inv(nodes), 2)).toEqual([['a'], ['b']]);
+    expect(placeMany({ model: h100x1 }, inv([...nodes].reverse()), 2)).toEqual([['a'], ['b']]);
+  });
+
+  it('fills every node once before any takes a second, then packs again', () => {
+    expect(placeMany({ model: h100x1 }, inv([node('a'), node('b'), node('c')]), 5)).toEqual([['a'], ['b'], ['c'], ['a'], ['b']]);
+  });
+
+  it('still places on a node holding the model when no other fits (soft)', () => {
+    const nodes = [node('a'), node('b', 8, 'A100'), node('c', 8, 'H100', { cordoned: true })];
+    expect(placeMany({ model: h100x1 }, inv(nodes), 2)).toEqual([['a'], ['a']]);
+  });
+
+  it('prefers a node without the model over one that packs better', () => {
+    const r = place({ model: h100x1 }, inv([node('a', 2), node('b', 8)], [alloc('a', [0], { model: 'm' })]));
+    expect(nodesOf(r)).toEqual(['b']);
+  });
+
+  it('among nodes holding as many replicas of the model, packs, then weights, then id', () => {
+    const held = [alloc('a', [0], { model: 'm' }), alloc('b', [0], { model: 'm' }), alloc('c', [0], { model: 'm' })];
+    expect(nodesOf(place({ model: h100x1 }, inv([node('a', 8), node('b', 4), node('c', 4)], held)))).toEqual(['b']);
+    const cached = inv([node('a', 4), withCache(node('c', 4), 100 * GB, [CACHE])], [held[0], held[2]]);
+    expect(nodesOf(place({ model: h100x1, cacheName: CACHE }, cached))).toEqual(['c']);
+  });
+
+  it('still bin-packs across different models', () => {
+    const other = model('x', [gpuProfile('H100', 1)]);
+    const start = inv([node('a'), node('b'), node('c')]);
+    const r = place({ model: other }, start);
+    expect(nodesOf(r)).toEqual(['a']);
+    // a now has 7 free: the fewest left after, and it holds no replica of m.
+    expect(nodesOf(place({ model: h100x1 }, withAllocation(start, 'x1', other, r)))).toEqual(['a']);
+  });
+
+  it('counts replicas of the same model only, CPU ones included', () => {
+    const held = [alloc('a', [0, 1], { model: 'other' }), alloc('b', [], { model: 'm' })];
+    expect(nodesOf(place({ model: h100x1 }, inv([node('a'), node('b')], held)))).toEqual(['a']);
+  });
+});
+
 describe('place: multi-node', () => {
   const twoBy8 = model('m', [gpuProfile('H100', 8, { nodes: 2 })]);
 
@@ -246,6 +304,20 @@ describe('place: multi-node', () => {
       node('c', 8, 'H100', { fabric: 'f' }),
     ];
     expect(nodesOf(place({ model: twoBy8, cacheName: CACHE }, inv(nodes)))).toEqual(['b', 'c']);
+  });
+
+  it('puts a second replica on other nodes of the fabric when it can, and shares them when not', () => {
+    const fourByTwo = model('m', [gpuProfile('H100', 4, { nodes: 2 })]);
+    const nodes = ['a', 'b', 'c', 'd'].map((id) => node(id, 8, 'H100', { fabric: 'f' }));
+    expect(placeMany({ model: fourByTwo }, inv(nodes), 3)).toEqual([
+      ['a', 'b'],
+      ['c', 'd'],
+      ['a', 'b'],
+    ]);
+    expect(placeMany({ model: fourByTwo }, inv(nodes.slice(0, 2)), 2)).toEqual([
+      ['a', 'b'],
+      ['a', 'b'],
+    ]);
   });
 
   it('refuses nodes without a fabric even when they fit', () => {

@@ -18,6 +18,8 @@ interface Context {
 interface GpuCandidate {
   readonly at: number;
   readonly id: string;
+  /** Allocations of the requested model already on the node. */
+  readonly ofModel: number;
   /** Healthy unallocated GPUs (any class) the node would have left. */
   readonly freeAfter: number;
   /** The node already holds the weights. */
@@ -25,8 +27,10 @@ interface GpuCandidate {
 }
 
 /**
- * Chooses where one replica goes: profiles in catalog order, the first that fits wins; ties end
- * on node id, so the view's order never changes the result. When nothing fits, runs again over
+ * Chooses where one replica goes: profiles in catalog order, the first that fits wins. Within a
+ * profile, nodes holding the fewest replicas of the model come first (soft anti-affinity: losing
+ * one node should not take every replica), then GPU bin-packing; ties end on node id, so the
+ * view's order never changes the result. When nothing fits, runs again over
  * the nodes in id order collecting every profile's reasons. O(nodes × per-node check) per
  * profile tried.
  */
@@ -56,33 +60,47 @@ function tryProfile(ctx: Context, profile: Profile, profileIndex: number): Repli
 // ---- GPU profiles ----
 
 function betterGpu(a: GpuCandidate, b: GpuCandidate): number {
+  if (a.ofModel !== b.ofModel) return a.ofModel - b.ofModel;
   if (a.freeAfter !== b.freeAfter) return a.freeAfter - b.freeAfter;
   if (a.holds !== b.holds) return a.holds ? -1 : 1;
   return compareIds(a.id, b.id);
 }
 
-/** GPU replicas bin-pack: the node left with the fewest free GPUs, then weights held, then id. */
+/**
+ * GPU replicas spread, then bin-pack: among nodes that fit, the one holding the fewest replicas
+ * of this model, then the one left with the fewest free GPUs, then weights held, then id. The
+ * spread is soft: a node already holding the model still takes another when no other fits.
+ */
 function trySingleGpu(ctx: Context, profile: Profile, profileIndex: number): ReplicaMember[] | undefined {
   // Best so far in locals: the scan over every node allocates nothing.
   let best = -1;
   let bestId = '';
+  let bestOfModel = 0;
   let bestFreeAfter = Infinity;
   let bestHolds = false;
+  const name = ctx.request.model.name;
   const { view, order } = ctx;
   const n = order ? order.length : view.size;
   for (let k = 0; k < n; k++) {
     const i = order ? order[k] : k;
-    const freeAfter = evalGpuNode(ctx, i, profile, profileIndex, false, bestFreeAfter);
+    const ofModel = countOf(view.usage(i), name);
+    // More of this model than the best so far cannot win; fewer wins whatever it leaves free.
+    // (The collecting pass never has a best, so it still visits every node.)
+    if (best >= 0 && ofModel > bestOfModel) continue;
+    const bound = best >= 0 && ofModel === bestOfModel ? bestFreeAfter : Infinity;
+    const freeAfter = evalGpuNode(ctx, i, profile, profileIndex, false, bound);
     if (freeAfter < 0) continue;
     const holds = lastHolds;
     const id = view.node(i).id;
     if (
       best < 0 ||
+      ofModel < bestOfModel ||
       freeAfter < bestFreeAfter ||
       (freeAfter === bestFreeAfter && (holds !== bestHolds ? holds : compareIds(id, bestId) < 0))
     ) {
       best = i;
       bestId = id;
+      bestOfModel = ofModel;
       bestFreeAfter = freeAfter;
       bestHolds = holds;
     }
@@ -91,10 +109,15 @@ function trySingleGpu(ctx: Context, profile: Profile, profileIndex: number): Rep
   return [{ nodeId: bestId, rank: 0, gpuIndices: fittingIndices(view.node(best), view.usage(best), profile) }];
 }
 
-/** m nodes of one fabric, never across fabrics; nodes without a fabric cannot take part. */
+/**
+ * m nodes of one fabric, never across fabrics; nodes without a fabric cannot take part. The
+ * fabric is chosen by fitting nodes alone; within it, members follow the single-node order
+ * (fewest replicas of this model first), so replicas avoid sharing nodes when the fabric allows.
+ */
 function tryMultiNode(ctx: Context, profile: Profile, profileIndex: number): ReplicaMember[] | undefined {
   // 1. Fitting nodes grouped by fabric.
   const byFabric = new Map<string, GpuCandidate[]>();
+  const name = ctx.request.model.name;
   const { view, order } = ctx;
   const n = order ? order.length : view.size;
   for (let k = 0; k < n; k++) {
@@ -102,7 +125,7 @@ function tryMultiNode(ctx: Context, profile: Profile, profileIndex: number): Rep
     const freeAfter = evalGpuNode(ctx, i, profile, profileIndex, true, Infinity);
     if (freeAfter < 0) continue;
     const node = view.node(i);
-    const c: GpuCandidate = { at: i, id: node.id, freeAfter, holds: lastHolds };
+    const c: GpuCandidate = { at: i, id: node.id, ofModel: countOf(view.usage(i), name), freeAfter, holds: lastHolds };
     const fabric = node.fabric as string;
     const list = byFabric.get(fabric);
     if (list) list.push(c);
@@ -131,7 +154,7 @@ function tryMultiNode(ctx: Context, profile: Profile, profileIndex: number): Rep
     }
     return undefined;
   }
-  // 3. Within it, the same bin-packing order as a single node; rank 0 first.
+  // 3. Within it, the same order as a single node (spread, then bin-pack); rank 0 first.
   const picked = (byFabric.get(chosen) as GpuCandidate[]).sort(betterGpu).slice(0, m);
   return picked.map((c, rank) => ({
     nodeId: c.id,

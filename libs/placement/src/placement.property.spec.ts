@@ -385,3 +385,55 @@ describe('place: CPU replicas spread', () => {
     );
   });
 });
+
+describe('place: GPU replicas of one model spread', () => {
+  const singleGpuModelArb = fc.record({
+    profiles: fc.array(
+      fc
+        .record({
+          gpuClass: fc.constantFrom(...CLASSES),
+          gpusPerNode: fc.constantFrom(1, 1, 2, 4),
+          memoryPerGpuGb: fc.constantFrom(0, 20, 60),
+          memoryGb: fc.constantFrom(0, 0, 64),
+        })
+        .map((p) => gpuProfile(p.gpuClass, p.gpusPerNode, { memoryPerGpuBytes: p.memoryPerGpuGb * GB, memoryBytes: p.memoryGb * GB })),
+      { minLength: 1, maxLength: 2 },
+    ),
+    sizeGb: fc.integer({ min: 1, max: 60 }),
+    cacheName: fc.constantFrom(undefined, ...CACHE_NAMES),
+  });
+
+  it('never stacks a replica on a node while a fitting node holds none of the model', () => {
+    fc.assert(
+      fc.property(fleetArb, singleGpuModelArb, fc.integer({ min: 2, max: 10 }), (fleet, m, k) => {
+        const req: PlacementRequest = {
+          model: {
+            name: 'm',
+            aliases: [],
+            source: m.cacheName ? 'hf://org/m@main' : 'file:///models/m',
+            sizeBytes: m.sizeGb * GB,
+            replicas: { min: k, max: k },
+            profiles: m.profiles,
+          },
+          cacheName: m.cacheName,
+        };
+        let inv: Inventory = { nodes: fleet, allocations: [] };
+        let index = PlacementIndex.build(inv);
+        for (let i = 0; i < k; i++) {
+          const result = place(req, inv);
+          expect(index.place(req)).toEqual(result);
+          if (!result.ok) break;
+          const p = req.model.profiles[result.profileIndex];
+          const count = (id: string) => inv.allocations.filter((a) => a.nodeId === id && a.model === 'm').length;
+          const chosen = count(result.members[0].nodeId);
+          // The chosen node holds no more of the model than any node the profile fits on.
+          for (const n of inv.nodes) {
+            if (naiveNodeFits(n, inv, req, p)) expect(chosen, `${n.id} fits and holds fewer`).toBeLessThanOrEqual(count(n.id));
+          }
+          inv = withAllocation(inv, `r${i}`, req, result);
+          index = index.withAllocation(`r${i}`, req, result);
+        }
+      }),
+    );
+  });
+});

@@ -106,9 +106,10 @@ describe('planReconcile', () => {
     const places = of(plan, 'place');
     expect(places).toHaveLength(2);
     for (const p of places) expect(p.members[0].gpuIndices).toHaveLength(1);
-    // GPU replicas bin-pack: both land on one node, which fetches the weights once.
-    expect(new Set(places.map((p) => p.members[0].nodeId)).size).toBe(1);
-    expect(places.flatMap((p) => p.fetchOn)).toEqual([places[0].members[0].nodeId]);
+    // Replicas of one model spread before they pack: two nodes, each fetching the weights once.
+    const nodesUsed = places.map((p) => p.members[0].nodeId);
+    expect(new Set(nodesUsed).size).toBe(2);
+    expect(places.flatMap((p) => p.fetchOn).sort()).toEqual([...nodesUsed].sort());
     expect(planReconcile(input({ nodes: [node('node-3'), node('node-1'), node('node-2')] }))).toEqual(plan);
   });
 

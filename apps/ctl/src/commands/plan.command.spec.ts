@@ -44,7 +44,7 @@ describe('llmgw plan', () => {
       expect.arrayContaining([
         'MODEL REPLICA PROFILE WHERE',
         'llama-405b 1/1 #0 vllm 2 nodes × 8×H100-80GB h100-a1:0-7 h100-a2:0-7',
-        // Bin-packing: h100-b1 has the fewest free cards left.
+        // No replica of llama-8b anywhere yet, so bin-packing decides: h100-b1 has the fewest free cards left.
         'llama-8b 1/2 #0 vllm 1×H100-80GB h100-b1:2',
         // No H100 left: the fallback profile, on a node that already holds the weights (its disk is too small otherwise).
         'llama-8b 2/2 #1 vllm 1×A100-80GB a100-1:0',
