@@ -4,3 +4,4 @@ export * from './engine';
 export * from './catalog';
 export * from './node';
 export * from './replica';
+export * from './admin-api';

@@ -2,8 +2,8 @@ import { Body, Controller, Get, HttpCode, Inject, Param, Post, Query, UseFilters
 import { DomainError, ErrorCode, type Problem } from '@llmgw/domain';
 import type { StoredEvent } from '@llmgw/store';
 import { AdminGuard } from './admin.guard';
-import { AdminService, type GcCollectView } from './admin.service';
-import type { GcPlanView, NodeView, ReplicaView, StatusView } from './admin.views';
+import { AdminService } from './admin.service';
+import type { GcCollectView, GcPlanView, NodeView, ReplicaView, StatusView } from '@llmgw/domain';
 import { ProblemExceptionFilter } from './problem.exception-filter';
 
 /** Injection token of the {@link AdminService}. */

@@ -1,28 +1,18 @@
-import { DomainError, ErrorCode } from '@llmgw/domain';
+import {
+  DomainError,
+  ErrorCode,
+  type CollectOutcomeName,
+  type GcCollectNodeResult,
+  type GcCollectView,
+  type GcPlanView,
+  type NodeView,
+  type ReplicaView,
+  type StatusView,
+} from '@llmgw/domain';
 import { CollectOutcome } from '@llmgw/proto';
 import type { EventQuery, EventRepository, StoredEvent } from '@llmgw/store';
 import type { ControlPlane } from '../control-plane.service';
-import { gcPlan, nodeView, replicaView, statusView, type AdminState, type GcPlanView, type NodeView, type ReplicaView, type StatusView } from './admin.views';
-
-/** What an agent did with one path it was asked to remove. */
-export type CollectOutcomeName = 'removed' | 'refused' | 'not_found' | 'failed';
-
-export interface GcCollectNodeResult {
-  nodeId: string;
-  /** The names the controller asked this node to remove. */
-  asked: string[];
-  /** The agent's answer per path, in the order asked; absent when it gave none (see `error`). */
-  results?: { path: string; outcome: CollectOutcomeName; reason?: string }[];
-  /** Why there is no per-path answer: no agent stream, refused command, no answer in time. */
-  error?: string;
-}
-
-export interface GcCollectView {
-  catalogRevision: number;
-  nodes: GcCollectNodeResult[];
-  /** Bytes of the entries agents reported removed (sizes as last listed). */
-  removedBytes: number;
-}
+import { gcPlan, nodeView, replicaView, statusView, type AdminState } from './admin.views';
 
 const OUTCOME: Record<number, CollectOutcomeName> = {
   [CollectOutcome.COLLECT_OUTCOME_REMOVED]: 'removed',

@@ -1,113 +1,22 @@
 // The admin API's JSON shapes (documented in apps/controller/README.md) and the pure functions
 // that build them from a snapshot of the controller's state. Absent values are omitted, never 0.
+// The shapes themselves live in @llmgw/domain (admin-api.ts), shared with apps/ctl.
 import { isCacheName, type Catalog } from '@llmgw/catalog';
-import { NODE_STATES, REPLICA_STATES, type EngineKind, type NodeState, type ReplicaState } from '@llmgw/domain';
-import { capacityByClass, freeNodesByFabric, type ClassCapacity, type FabricCapacity, type PlacementReason } from '@llmgw/placement';
+import {
+  NODE_STATES,
+  REPLICA_STATES,
+  type GcPlanView,
+  type NodeState,
+  type NodeView,
+  type ReplicaState,
+  type ReplicaView,
+  type StatusView,
+} from '@llmgw/domain';
+import { capacityByClass, freeNodesByFabric } from '@llmgw/placement';
 import { engineUrl } from '../grpc/proto.mapper';
 import type { NodeEntry } from '../nodes/node.entry';
 import { inventoryOf, type UnplaceableState } from '../reconcile/reconcile.planner';
 import { LIVE_STATES, type ReplicaEntry } from '../replicas/replica.entry';
-
-export interface GpuView {
-  index: number;
-  uuid: string;
-  name: string;
-  gpuClass: string;
-  memoryTotalBytes: number;
-  memoryUsedBytes?: number;
-  utilizationPct?: number;
-  temperatureC?: number;
-  eccErrors?: number;
-  healthy: boolean;
-  /** The replica holding it, when one does. */
-  replicaId?: string;
-}
-
-export interface NodeView {
-  id: string;
-  address: string;
-  state: NodeState;
-  cordoned: boolean;
-  draining: boolean;
-  /** An agent stream is open to this controller. */
-  connected: boolean;
-  /** ms since the epoch. */
-  lastSeen?: number;
-  fabric?: string;
-  labels: Record<string, string>;
-  cpuCores: number;
-  memoryBytes: number;
-  gpus: GpuView[];
-  cache: { dir: string; totalBytes?: number; freeBytes?: number; entries: number };
-  agentVersion?: string;
-  /** Replica ids with a member here. */
-  replicas: string[];
-}
-
-export interface ReplicaView {
-  id: string;
-  model: string;
-  profileIndex: number;
-  engine: EngineKind;
-  state: ReplicaState;
-  reason?: string;
-  restarts: number;
-  members: { nodeId: string; rank: number; gpuIndices: number[]; port?: number }[];
-  /** The engine's base URL, once rank 0 has a port. */
-  url?: string;
-  createdAt: number;
-  updatedAt: number;
-  /** Newest router use, ms; absent = unknown (never reported), not idle. */
-  lastUsedAt?: number;
-  idleSeconds?: number;
-}
-
-export interface UnplaceableView {
-  model: string;
-  summary: string;
-  reasons: PlacementReason[];
-  attempts: number;
-  since: number;
-  retryAt: number;
-}
-
-export interface StatusView {
-  controller: {
-    id: string;
-    leader: boolean;
-    phase: string;
-    leaderAddress?: string;
-    catalogRevision?: number;
-    rejectedCatalogRevision?: number;
-    snapshotRevision?: number;
-    /** The last reconcile pass: when (ms), actions applied, planning and total time (ms). */
-    lastPass?: { at: number; actions: number; planMs: number; totalMs: number };
-    /** The last reconcile pass that changed anything, same fields. */
-    lastActivePass?: { at: number; actions: number; planMs: number; totalMs: number };
-  };
-  nodes: { total: number; cordoned: number } & Record<NodeState, number>;
-  capacity: ClassCapacity[];
-  fabrics: FabricCapacity[];
-  replicas: { total: number; byState: Record<ReplicaState, number> };
-  models: { total: number; satisfied: number; unplaceable: number };
-  unplaceable: UnplaceableView[];
-  /** Ready replicas a router has reported, longest idle first; `unknown` counts the ready ones none has. */
-  idle: { replicas: { replicaId: string; model: string; nodeId?: string; lastUsedAt: number; idleSeconds: number }[]; unknown: number };
-}
-
-export interface GcNodePlan {
-  nodeId: string;
-  connected: boolean;
-  /** Cache entries carrying a cache name no catalog model wants, by name. */
-  entries: { name: string; sizeBytes: number; modifiedAt: number }[];
-  totalBytes: number;
-}
-
-export interface GcPlanView {
-  catalogRevision: number;
-  nodes: GcNodePlan[];
-  totalBytes: number;
-}
 
 /** Everything the views read, taken once per request. */
 export interface AdminState {
