@@ -12,11 +12,14 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import * as os from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
+import { inflateRawSync } from 'node:zlib';
 import { Client, credentials, Metadata, type ClientDuplexStream } from '@grpc/grpc-js';
 import {
   AgentServiceClient,
+  EndpointSnapshot,
   ReplicaState,
   WatchRequest,
+  WatchResponse,
   type CacheEntry,
   type ConnectRequest,
   type ConnectResponse,
@@ -195,12 +198,15 @@ async function fleetMain(address: string, from: number, to: number): Promise<voi
 
 // ---------------------------------------------------------------- watching routers
 
-/** A router reading Watch as raw bytes (no decoding), recording when each revision arrived. */
+/**
+ * A router reading Watch as raw bytes (no decoding), recording when each revision arrived. It asks
+ * for compressed snapshots, as real routers do, and reads the revision without inflating.
+ */
 class RawWatcher {
   readonly arrivals = new Map<number, number>();
   latest = 0;
-  /** Size of the last message, bytes. */
-  lastBytes = 0;
+  /** The last message as received (an encoded WatchResponse). */
+  last: Buffer | undefined;
   private readonly client: Client;
 
   constructor(address: string, id: number, windowBytes?: number) {
@@ -213,11 +219,11 @@ class RawWatcher {
       '/llmgw.v1.RouterService/Watch',
       (r: WatchRequest) => Buffer.from(WatchRequest.encode(r).finish()),
       (b: Buffer) => b,
-      { routerId: `bench-router-${id}` },
+      { routerId: `bench-router-${id}`, acceptCompressed: true },
     );
     call.on('data', (buf: Buffer) => {
       const revision = revisionOf(buf);
-      this.lastBytes = buf.length;
+      this.last = buf;
       this.arrivals.set(revision, performance.now());
       this.latest = Math.max(this.latest, revision);
     });
@@ -229,7 +235,10 @@ class RawWatcher {
   }
 }
 
-/** The snapshot revision of an encoded WatchResponse: field 1 (snapshot), then its field 1 (varint). */
+/**
+ * The snapshot revision of an encoded WatchResponse: field 1 (snapshot) or field 2 (compressed),
+ * then its field 1 (varint).
+ */
 function revisionOf(buf: Buffer): number {
   let pos = 0;
   const varint = (): number => {
@@ -242,8 +251,9 @@ function revisionOf(buf: Buffer): number {
       shift += 7;
     }
   };
-  if (buf[pos++] !== 0x0a) return -1;
-  varint(); // snapshot length
+  const tag = buf[pos++];
+  if (tag !== 0x0a && tag !== 0x12) return -1;
+  varint(); // snapshot / compressed length
   if (buf[pos++] !== 0x08) return 0;
   return varint();
 }
@@ -367,6 +377,29 @@ function lines(child: ChildProcess, onLine: (line: string) => void): void {
   child.on('exit', (code, signal) => {
     if (code !== 0 && signal === null && err) process.stderr.write(`child exited ${code}:\n${err}\n`);
   });
+}
+
+/**
+ * What a router pays for one received Watch message after receipt, `runs` times: inflating
+ * `compressed.deflate` and decoding the EndpointSnapshot (ms each run), and the size of the same
+ * snapshot as a plain `WatchResponse{snapshot}` (bytes).
+ */
+function timeReceipt(message: Buffer, runs: number): { inflate: number[]; total: number[]; plainBytes: number } {
+  const compressed = WatchResponse.decode(message).compressed;
+  if (compressed === undefined) throw new Error('the controller sent a plain snapshot to a watcher that asked for compression');
+  const inflate: number[] = [];
+  const total: number[] = [];
+  let snapshot: EndpointSnapshot | undefined;
+  for (let i = 0; i < runs; i++) {
+    const t0 = performance.now();
+    const bytes = inflateRawSync(compressed.deflate);
+    const t1 = performance.now();
+    snapshot = EndpointSnapshot.decode(bytes);
+    const t2 = performance.now();
+    inflate.push(t1 - t0);
+    total.push(t2 - t0);
+  }
+  return { inflate, total, plainBytes: WatchResponse.encode({ snapshot }).finish().length };
 }
 
 const fmtBytes = (n: number) => (n >= 1e6 ? `${(n / 1e6).toFixed(1)} MB` : `${(n / 1e3).toFixed(0)} kB`);
@@ -526,7 +559,8 @@ async function main(): Promise<void> {
     worstPerFlip.push(Math.max(...got));
     await new Promise((r) => setTimeout(r, 100));
   }
-  const snapshotBytes = watchers[0].lastBytes;
+  const last = watchers[0].last as Buffer;
+  const received = timeReceipt(last, 50);
   const publish = histogramDelta(publishBefore, histogram(await metrics(), 'llmgw_controller_snapshot_publish_seconds'));
   const rssEnd = rssOf(controller.pid as number);
   const load1 = os.loadavg()[0];
@@ -548,6 +582,8 @@ async function main(): Promise<void> {
     ['snapshot fan-out to each router (ms)', String(latencies.length), fmt(p(latencies, 50)), fmt(p(latencies, 99)), fmt(Math.max(...latencies)), 'p99 ≤ 100', `${(p(latencies, 99) / 100).toFixed(2)}×`],
     ['  slowest router per change (ms)', String(worstPerFlip.length), fmt(p(worstPerFlip, 50)), fmt(p(worstPerFlip, 99)), fmt(Math.max(...worstPerFlip)), '', ''],
     ['  in the controller: build + write to every stream (ms)', String(publish.count), `${fmt(publish.meanMs)} (mean)`, `≤ ${fmt(publish.p99BoundMs)}`, '', '', ''],
+    ['  at each router after receipt: inflate + decode one snapshot (ms)', String(received.total.length), fmt(p(received.total, 50)), fmt(p(received.total, 99)), fmt(Math.max(...received.total)), '', ''],
+    ['    of which inflate (ms)', String(received.inflate.length), fmt(p(received.inflate, 50)), fmt(p(received.inflate, 99)), fmt(Math.max(...received.inflate)), '', ''],
     ['controller RSS, steady (MB)', '1', fmt(rssSteady.rss / MB), '', fmt(rssEnd.peak / MB), '≤ 400', `${(rssSteady.rss / MB / 400).toFixed(2)}×`],
   ];
   printTable(rows);
@@ -561,8 +597,8 @@ async function main(): Promise<void> {
     `- Fleet: ${NODES} nodes × 8 H100 (fabrics of ${FABRIC_SIZE}) as agents over real gRPC in a child process, heartbeating every 5 s; ${MODELS} models wanting ${wanted} replicas (1, 4, 8 GPUs and 2-node); the real \`llmgw-controller\` process on SQLite.`,
     `- Start: ${NODES} agents connected in ${fmt(joinedMs / 1000)} s; the first pass placed ${first.actions} replicas (planning ${fmt(first.planMs)} ms, ${fmt(first.planMs / first.actions)} ms per replica; with ${first.actions} fenced store writes and the fetch/start commands ${fmt(first.totalMs)} ms); all ready ${fmt(convergeMs / 1000)} s after the agents started connecting.`,
     `- Targets: steady-state pass p99 ≤ 50 ms — ${fmt(p(passTotal, 99))} ms, ${p(passTotal, 99) <= 50 ? 'met' : 'missed'}; fan-out p99 ≤ 100 ms — ${fmt(p(latencies, 99))} ms, ${p(latencies, 99) <= 100 ? 'met' : 'missed'}; RSS ≤ 400 MB — ${fmt(rssSteady.rss / MB)} MB, ${rssSteady.rss / MB <= 400 ? 'met' : 'missed'}.`,
-    `- Fan-out: ${ROUTERS} routers on their own connections; a replica on node-0000 reported starting, then ready, ${FLIPS} times; latency is from the agent's report to each router's receipt of the new revision (same machine, same clock), so it includes folding the report, rebuilding the snapshot (${converged.replicas.byState.ready} endpoints, ${MODELS} models), encoding it once and writing it to every stream.`,
-    `- Where fan-out time goes: in the controller, rebuilding the snapshot and handing it (${fmtBytes(snapshotBytes)}) to the ${ROUTERS} streams took ${fmt(publish.meanMs)} ms on average; the rest is HTTP/2 transmission of ${fmtBytes(snapshotBytes * ROUTERS)} per change and the routers' receipt, with all ${ROUTERS} routers in one process and the fleet's heartbeats still arriving, on two cores shared by three busy processes. Routers on their own machines receive in parallel.`,
+    `- Fan-out: ${ROUTERS} routers on their own connections; a replica on node-0000 reported starting, then ready, ${FLIPS} times; latency is from the agent's report to each router's receipt of the new revision (same machine, same clock), so it includes folding the report, rebuilding the snapshot (${converged.replicas.byState.ready} endpoints, ${MODELS} models), encoding and compressing it once and writing it to every stream. The routers ask for compressed snapshots, as \`llmgw-router\` does, and read the revision without inflating; what a real router then pays to inflate and decode is measured separately on the last message, in this process.`,
+    `- Where fan-out time goes: in the controller, rebuilding the snapshot and handing it (${fmtBytes(last.length)} compressed, ${fmtBytes(received.plainBytes)} uncompressed) to the ${ROUTERS} streams took ${fmt(publish.meanMs)} ms on average; the rest is HTTP/2 transmission of ${fmtBytes(last.length * ROUTERS)} per change (${fmtBytes(received.plainBytes * ROUTERS)} uncompressed) and the routers' receipt, with all ${ROUTERS} routers in one process and the fleet's heartbeats still arriving, on two cores shared by three busy processes. Routers on their own machines receive in parallel.`,
     `- Garbage collection in the controller during the steady window: ${gcSteady.count} major collections, ${fmt(gcSteady.ms)} ms in all.`,
     `- RSS of the controller process (Node with the TypeScript loader): ${fmt(rssIdle.rss / MB)} MB before the fleet, ${fmt(rssSteady.rss / MB)} MB at steady state, peak ${fmt(rssEnd.peak / MB)} MB.`,
     `- Load average (1 min) ${load0.toFixed(1)} at start, ${load1.toFixed(1)} at end: wall-clock figures include waiting for a core.`,

@@ -1,6 +1,7 @@
 // The controller with a real llmgw-router process: the router follows RouterService.Watch to
-// the replicas the controller placed, answers an OpenAI request through one of them, and its
-// usage reports make that replica's idleness known to the controller.
+// the replicas the controller placed (asking for, and applying, compressed snapshots), answers an
+// OpenAI request through one of them, and its usage reports make that replica's idleness known
+// to the controller.
 import { runTsEntry, spawnProcess, sqliteBackend, stopAllSpawned, waitFor } from '@llmgw/testing';
 import { afterAll, describe, expect, it } from 'vitest';
 import { FakeAgent } from './test/agent.fake';
@@ -53,6 +54,10 @@ describe('with a real router process', () => {
       const body = JSON.parse(await res.text()) as { model: string; choices: unknown[] };
       expect(body.model).toBe('llama');
       expect(body.choices.length).toBeGreaterThan(0);
+      // The snapshots that got it there went compressed: the router asked, so its stream carries only `compressed`.
+      const watching = controller.logs.filter((l) => l.msg === 'router watching');
+      expect(watching.length).toBeGreaterThan(0);
+      expect(watching.every((l) => l.compressed === true)).toBe(true);
       const used = await waitFor(() => controller.plane.replicas.get(replica.replica.id)?.replica.lastUsedAt, { deadlineMs: 10_000, message: 'usage reported' });
       expect(used).toBeGreaterThan(Date.now() - 60_000);
     },

@@ -19,7 +19,7 @@ import { loadStaticConfig } from './static/static-config.parser';
 import { GrpcUsageSink } from './usage/grpc-usage.sink';
 import { UsageReporter } from './usage/usage.reporter';
 import type { UsageSink } from './usage/usage.sink';
-import { ControllerWatch } from './watch/controller.watch';
+import { ControllerWatch, WATCH_MAX_MESSAGE_BYTES } from './watch/controller.watch';
 
 /** What the router core is built from. Clock, randomness and the usage sink may be replaced in tests. */
 export interface RouterCoreDeps {
@@ -101,7 +101,10 @@ export class RouterCore {
     );
 
     if (config.controllerAddress !== undefined) {
-      this.client = new RouterServiceClient(config.controllerAddress, credentials.createInsecure());
+      // A plain snapshot and an inflated compressed one are held to the same limit.
+      this.client = new RouterServiceClient(config.controllerAddress, credentials.createInsecure(), {
+        'grpc.max_receive_message_length': WATCH_MAX_MESSAGE_BYTES,
+      });
       this.watch = new ControllerWatch(
         this.client,
         this.endpoints,
@@ -109,6 +112,7 @@ export class RouterCore {
         deps.logger.child({ context: 'ControllerWatch' }),
         {
           snapshot: (result) => this.metrics.watchSnapshots.inc({ result: result.applied ? 'applied' : 'stale' }),
+          invalid: () => this.metrics.watchSnapshots.inc({ result: 'invalid' }),
           reconnect: () => this.metrics.watchReconnects.inc(),
         },
       );

@@ -267,8 +267,8 @@ describe('llmgw.v1 over @grpc/grpc-js', () => {
   it('RouterService.Watch streams complete, revisioned snapshots', async () => {
     const client = new RouterServiceClient(address, credentials.createInsecure());
     try {
-      const snapshots = (await readAll<WatchResponse>(client.watch({ routerId: 'router-1' }))).map((r) => r.snapshot);
-      expect(controller.watchers).toEqual([{ routerId: 'router-1' }]);
+      const snapshots = (await readAll<WatchResponse>(client.watch({ routerId: 'router-1', acceptCompressed: false }))).map((r) => r.snapshot);
+      expect(controller.watchers).toEqual([{ routerId: 'router-1', acceptCompressed: false }]);
       expect(snapshots.map((s) => s?.revision)).toEqual([1, 2]);
       expect(snapshots[1]?.endpoints).toEqual(SNAPSHOTS[1].endpoints);
       const [first, second] = snapshots.map((s) => s?.catalog?.models[0]);

@@ -10,7 +10,7 @@ import {
 import type { Logger } from 'pino';
 import type { EndpointSink, EndpointSnapshot } from '../publishing/endpoint-sink.port';
 import type { EndpointPublisher } from '../publishing/endpoint.publisher';
-import { encodeWatchResponse } from './snapshot.encoder';
+import { encodeCompressedWatchResponse, encodeWatchResponse } from './snapshot.encoder';
 
 /** Where usage reports go (the usage tracker). Times are ms since the epoch. */
 export interface UsageReceiver {
@@ -19,8 +19,8 @@ export interface UsageReceiver {
 
 /**
  * RouterService's definition with a Watch serializer that passes pre-encoded bytes through, so
- * every watcher gets the same buffer and a snapshot is encoded once however many routers watch
- * (see encodeWatchResponse).
+ * every watcher gets the same buffer and a snapshot is encoded (and compressed) once however many
+ * routers watch (see encodeWatchResponse, encodeCompressedWatchResponse).
  */
 export const ROUTER_SERVICE_DEFINITION = {
   ...RouterServiceService,
@@ -32,14 +32,17 @@ export const ROUTER_SERVICE_DEFINITION = {
 } as const;
 
 /**
- * One watching router: writes each snapshot it is given; while the stream is backed up it keeps
- * only the newest, so a slow router skips revisions instead of buffering every one.
+ * One watching router: writes each snapshot it is given, compressed when the router asked for
+ * it; while the stream is backed up it keeps only the newest, so a slow router skips revisions
+ * instead of buffering every one.
  */
 class WatchSink implements EndpointSink {
   private waiting: EndpointSnapshot | undefined;
   private blocked = false;
+  private readonly encode: (s: EndpointSnapshot) => Buffer;
 
   constructor(private readonly call: ServerWritableStream<WatchRequest, WatchResponse>) {
+    this.encode = call.request.acceptCompressed ? encodeCompressedWatchResponse : encodeWatchResponse;
     call.on('drain', () => {
       this.blocked = false;
       const next = this.waiting;
@@ -55,14 +58,15 @@ class WatchSink implements EndpointSink {
       return;
     }
     // The definition's serializer passes the Buffer through as the encoded WatchResponse.
-    const ok = this.call.write(encodeWatchResponse(snapshot) as unknown as WatchResponse);
+    const ok = this.call.write(this.encode(snapshot) as unknown as WatchResponse);
     if (!ok) this.blocked = true;
   }
 }
 
 /**
  * `RouterService`: Watch attaches the router's stream to the publisher (the current snapshot
- * at once, then every change) until the router goes away; ReportUsage hands the last-used map to
+ * at once, then every change; `compressed` when the router set `accept_compressed`, the plain
+ * `snapshot` otherwise) until the router goes away; ReportUsage hands the last-used map to
  * the usage tracker, dropping entries whose time is 0 as the contract says.
  */
 export function routerService(publisher: EndpointPublisher, usage: UsageReceiver, logger: Logger): RouterServiceServer {
@@ -70,7 +74,7 @@ export function routerService(publisher: EndpointPublisher, usage: UsageReceiver
   return {
     watch(call: ServerWritableStream<WatchRequest, WatchResponse>) {
       const routerId = call.request.routerId || call.getPeer();
-      log.info({ routerId }, 'router watching');
+      log.info({ routerId, compressed: call.request.acceptCompressed }, 'router watching');
       const detach = publisher.attach(new WatchSink(call));
       let done = false;
       const end = (): void => {

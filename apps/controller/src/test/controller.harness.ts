@@ -5,12 +5,13 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
+import { inflateRawSync } from 'node:zlib';
 import { NestFactory } from '@nestjs/core';
 import { ExpressAdapter } from '@nestjs/platform-express';
 import type { INestApplication } from '@nestjs/common';
 import { loadConfig } from '@llmgw/config';
 import { createLogger, createMetricsRegistry } from '@llmgw/observability';
-import { RouterServiceClient, type EndpointSnapshot, type WatchResponse } from '@llmgw/proto';
+import { EndpointSnapshot, RouterServiceClient, type WatchResponse } from '@llmgw/proto';
 import type { AddressInfo } from 'node:net';
 import { controllerConfigSchema } from '../config/controller.config';
 import type { ControlPlane } from '../control-plane.service';
@@ -72,9 +73,14 @@ export async function startController(env: Record<string, string>): Promise<Test
   };
 }
 
-/** A router's view of `RouterService.Watch`: every snapshot received, reconnecting when the stream ends. */
+/**
+ * A router's view of `RouterService.Watch`: every snapshot received, reconnecting when the stream
+ * ends. With `compressed` it asks for compressed snapshots and inflates them; `forms` says which
+ * form each message came in.
+ */
 export class WatchingRouter {
   readonly snapshots: EndpointSnapshot[] = [];
+  readonly forms: ('snapshot' | 'compressed')[] = [];
   private client: RouterServiceClient;
   private call: ClientReadableStream<WatchResponse> | undefined;
   private stopped = false;
@@ -84,6 +90,7 @@ export class WatchingRouter {
   constructor(
     private address: string,
     readonly routerId = 'test-router',
+    readonly compressed = false,
   ) {
     this.client = new RouterServiceClient(address, credentials.createInsecure());
     this.open();
@@ -108,10 +115,16 @@ export class WatchingRouter {
   private open(): void {
     if (this.stopped) return;
     this.streams += 1;
-    const call = this.client.watch({ routerId: this.routerId });
+    const call = this.client.watch({ routerId: this.routerId, acceptCompressed: this.compressed });
     this.call = call;
     call.on('data', (r: WatchResponse) => {
-      if (r.snapshot) this.snapshots.push(r.snapshot);
+      if (r.snapshot) {
+        this.forms.push('snapshot');
+        this.snapshots.push(r.snapshot);
+      } else if (r.compressed) {
+        this.forms.push('compressed');
+        this.snapshots.push(EndpointSnapshot.decode(inflateRawSync(r.compressed.deflate)));
+      }
     });
     call.on('error', () => undefined);
     call.on('status', () => {

@@ -141,7 +141,7 @@ export class RouterMetrics {
     });
     this.watchSnapshots = new Counter({
       name: 'llmgw_router_watch_snapshots_total',
-      help: 'Endpoint snapshots received, by result (applied, stale).',
+      help: 'Endpoint snapshots received, by result (applied, stale, invalid: a compressed one that did not inflate or decode).',
       labelNames: ['result'],
       registers: registersList,
     });

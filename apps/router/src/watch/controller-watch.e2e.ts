@@ -1,9 +1,16 @@
 // The router following a controller over the real RouterService gRPC contract: readiness
 // waits for the first snapshot, older revisions are ignored, endpoints that survive an update
 // keep their live state, a removed one finishes what it has, a controller restart resyncs
-// everything, and usage goes back once a tick.
-import { waitFor } from '@llmgw/testing';
+// everything, usage goes back once a tick, compressed snapshots are asked for and applied (a
+// stale one skipped unread), and an unreadable one drops the stream without harming the router.
+import { Writable } from 'node:stream';
+import { deflateRawSync } from 'node:zlib';
+import { credentials } from '@grpc/grpc-js';
+import { createLogger } from '@llmgw/observability';
+import { EndpointSnapshot, RouterServiceClient, type WatchResponse } from '@llmgw/proto';
+import { FakeClock, SeededRng, waitFor } from '@llmgw/testing';
 import { afterEach, describe, expect, it } from 'vitest';
+import { EndpointRegistry } from '../endpoints/endpoint.registry';
 import {
   FakeController,
   FakeUpstream,
@@ -16,6 +23,7 @@ import {
   type RouterUnderTest,
 } from '../test/router.harness';
 import type { UsageSink } from '../usage/usage.sink';
+import { ControllerWatch, WATCH_MAX_MESSAGE_BYTES } from './controller.watch';
 
 const cleanups: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -47,6 +55,32 @@ async function router(c: FakeController, env: Record<string, string> = {}): Prom
 }
 
 const chat = (model = 'm1'): object => ({ model, messages: [{ role: 'user', content: 'hi' }] });
+
+/** `snapshot` as the controller sends it to a router that accepts compression. */
+function compressed(snapshot: EndpointSnapshot): WatchResponse {
+  return { compressed: { revision: snapshot.revision, deflate: deflateRawSync(EndpointSnapshot.encode(snapshot).finish()) } };
+}
+
+/** Writes `message` as is to every open watch stream of `c`. */
+function sendRaw(c: FakeController, message: WatchResponse): void {
+  for (const w of c.watchers) w.write(message);
+}
+
+/** Compressed messages no router can read, by what is wrong with them (all at revision 6). */
+const UNREADABLE: [string, WatchResponse, RegExp][] = [
+  ['not DEFLATE at all', { compressed: { revision: 6, deflate: Buffer.from('plainly not deflate') } }, /does not inflate/],
+  [
+    'a decompression bomb',
+    { compressed: { revision: 6, deflate: deflateRawSync(Buffer.alloc(WATCH_MAX_MESSAGE_BYTES + 1)) } },
+    new RegExp(`inflates to more than ${WATCH_MAX_MESSAGE_BYTES} bytes`),
+  ],
+  ['DEFLATE of bytes that are no EndpointSnapshot', { compressed: { revision: 6, deflate: deflateRawSync(Buffer.from([0x0a, 0xff, 0xff, 0xff, 0x0f])) } }, /does not decode/],
+  [
+    'a revision that disagrees with the one inside',
+    { compressed: { revision: 6, deflate: deflateRawSync(EndpointSnapshot.encode({ revision: 9, endpoints: [], catalog: undefined }).finish()) } },
+    /carries revision 9 inside/,
+  ],
+];
 
 describe('watching the controller', () => {
   it('is not ready until the first snapshot, then serves it', async () => {
@@ -174,6 +208,106 @@ describe('watching the controller', () => {
     expect(Object.keys(report.lastUsedUnixMs)).toEqual(['used']);
     expect(report.lastUsedUnixMs['used']).toBeGreaterThanOrEqual(t0);
     expect(report.lastUsedUnixMs['used']).toBeLessThanOrEqual(t1);
+  });
+});
+
+describe('compressed snapshots', () => {
+  it('the router asks for them, applies them, and skips a stale one by its revision without inflating it', async () => {
+    const c = await controller();
+    const [a, b] = [await upstream(), await upstream()];
+    const r = await router(c);
+    await waitFor(() => c.watchers.size === 1, { message: 'router watching' });
+    expect([...c.watchers][0].request).toEqual({ routerId: 'router-under-test', acceptCompressed: true });
+
+    sendRaw(c, compressed(protoSnapshot(5, [{ replicaId: 'a', model: 'm1', url: a.url }], [{ name: 'm1', aliases: ['first'] }])));
+    await waitFor(async () => (await fetch(`${r.url}/readyz`)).status === 200, { message: 'ready from a compressed snapshot' });
+    expect(r.core.endpoints.revision).toBe(5);
+    expect((await postJson(`${r.url}/v1/chat/completions`, chat('first'))).status).toBe(200);
+    expect(a.hits).toBe(1);
+
+    // Older or equal revisions are stale: never inflated, so even garbage bytes are merely skipped.
+    sendRaw(c, { compressed: { revision: 4, deflate: Buffer.from('garbage') } });
+    sendRaw(c, { compressed: { revision: 5, deflate: Buffer.from('garbage') } });
+    const text = async (): Promise<string> => (await fetch(`${r.url}/metrics`)).text();
+    await waitFor(async () => sampleValue(await text(), 'llmgw_router_watch_snapshots_total', { result: 'stale' }) === 2, { message: 'two stale snapshots seen' });
+    sendRaw(c, compressed(protoSnapshot(6, [{ replicaId: 'b', model: 'm1', url: b.url }], ['m1'])));
+    await waitFor(() => r.core.endpoints.revision === 6);
+    expect([...r.core.endpoints.active()].map((e) => e.id)).toEqual(['b']);
+    const after = await text();
+    expect(sampleValue(after, 'llmgw_router_watch_snapshots_total', { result: 'applied' })).toBe(2);
+    expect(sampleValue(after, 'llmgw_router_watch_snapshots_total', { result: 'invalid' })).toBeUndefined();
+    expect(c.watchCalls).toBe(1);
+  });
+
+  it('one that does not inflate leaves the router serving; it reconnects, and the new stream resyncs whatever its revision', async () => {
+    const c = await controller();
+    const [a, b] = [await upstream(), await upstream()];
+    const r = await router(c);
+    await waitFor(() => c.watchers.size === 1, { message: 'router watching' });
+    sendRaw(c, compressed(protoSnapshot(5, [{ replicaId: 'a', model: 'm1', url: a.url }], ['m1', 'gone-model'])));
+    await waitFor(() => r.core.endpoints.revision === 5);
+
+    sendRaw(c, UNREADABLE[0][1]);
+    const text = async (): Promise<string> => (await fetch(`${r.url}/metrics`)).text();
+    await waitFor(async () => sampleValue(await text(), 'llmgw_router_watch_snapshots_total', { result: 'invalid' }) === 1, { message: 'counted invalid' });
+    // Still routing with what it knew.
+    expect(r.core.endpoints.revision).toBe(5);
+    expect((await postJson(`${r.url}/v1/chat/completions`, chat())).status).toBe(200);
+    expect(a.hits).toBe(1);
+
+    // A fresh stream; its first snapshot replaces everything although its revision is lower.
+    await waitFor(() => c.watchCalls === 2 && c.watchers.size === 1, { message: 'reconnected' });
+    sendRaw(c, compressed(protoSnapshot(1, [{ replicaId: 'b', model: 'm1', url: b.url }], ['m1'])));
+    await waitFor(() => r.core.endpoints.revision === 1, { message: 'resynced' });
+    expect([...r.core.endpoints.active()].map((e) => e.id)).toEqual(['b']);
+    expect(r.core.endpoints.catalog.resolve('gone-model')).toBeUndefined();
+    expect((await postJson(`${r.url}/v1/chat/completions`, chat())).status).toBe(200);
+    expect(b.hits).toBe(1);
+    const after = await text();
+    expect(sampleValue(after, 'llmgw_router_watch_reconnects_total')).toBe(1);
+    expect(sampleValue(after, 'llmgw_router_watch_connected')).toBe(1);
+  });
+
+  it.each(UNREADABLE)('%s: logged with its revision and the problem, counted, and the stream reopened', async (_name, message, problem) => {
+    const c = await controller();
+    const u = await upstream();
+    const logs: Record<string, unknown>[] = [];
+    const destination = new Writable({
+      write(chunk, _enc, done) {
+        for (const line of String(chunk).split('\n').filter(Boolean)) logs.push(JSON.parse(line) as Record<string, unknown>);
+        done();
+      },
+    });
+    const client = new RouterServiceClient(c.address, credentials.createInsecure());
+    const registry = new EndpointRegistry({ clock: new FakeClock(), breaker: { failureThreshold: 2, cooldownMs: 1_000 }, scrapeStaleAfterMs: 3_000 });
+    let invalid = 0;
+    let reconnects = 0;
+    const watch = new ControllerWatch(
+      client,
+      registry,
+      { routerId: 'w', backoffMinMs: 20, backoffMaxMs: 200, rng: new SeededRng(7) },
+      createLogger({ name: 'test', level: 'info', destination }),
+      { invalid: () => invalid++, reconnect: () => reconnects++ },
+    );
+    watch.start();
+    cleanups.push(() => {
+      watch.stop();
+      client.close();
+    });
+    await waitFor(() => c.watchers.size === 1, { message: 'watching' });
+    sendRaw(c, compressed(protoSnapshot(5, [{ replicaId: 'a', model: 'm1', url: u.url }], ['m1'])));
+    await waitFor(() => registry.revision === 5);
+
+    sendRaw(c, message);
+    const error = await waitFor(() => logs.find((l) => l.level === 'error'), { message: 'an error logged' });
+    expect(error).toMatchObject({ revision: 6, msg: 'compressed endpoint snapshot is unreadable; dropping the stream' });
+    expect(String(error.error)).toMatch(problem);
+    expect(invalid).toBe(1);
+    expect(registry.revision).toBe(5);
+    await waitFor(() => reconnects === 1 && c.watchCalls === 2 && c.watchers.size === 1, { message: 'reopened' });
+    sendRaw(c, compressed(protoSnapshot(2, [], ['m1'])));
+    await waitFor(() => registry.revision === 2 && watch.connected, { message: 'resynced' });
+    expect(registry.size).toBe(0);
   });
 });
 

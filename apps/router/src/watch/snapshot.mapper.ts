@@ -1,5 +1,11 @@
+import { inflateRawSync } from 'node:zlib';
 import type { Endpoint, EngineKind, MetricMapping } from '@llmgw/domain';
-import { EngineKind as ProtoEngineKind, type EndpointSnapshot, type MetricMapping as ProtoMetricMapping } from '@llmgw/proto';
+import {
+  EndpointSnapshot,
+  EngineKind as ProtoEngineKind,
+  type CompressedSnapshot,
+  type MetricMapping as ProtoMetricMapping,
+} from '@llmgw/proto';
 import type { ModelView, RoutingSnapshot } from '../endpoints/routing-snapshot';
 
 /** The domain engine of a wire enum value; undefined for UNSPECIFIED and values this build does not know. */
@@ -52,4 +58,25 @@ export function snapshotFromProto(s: EndpointSnapshot): MappedSnapshot {
     metrics: mappingFromProto(m.metrics),
   }));
   return { snapshot: { revision: s.revision, endpoints, models }, dropped };
+}
+
+/**
+ * The EndpointSnapshot inside `WatchResponse.compressed`: raw-inflated, refusing to produce more
+ * than `maxBytes` (a decompression bomb costs at most that), then decoded. Throws when the bytes
+ * do not inflate, inflate past `maxBytes`, or do not decode.
+ */
+export function inflateSnapshot(c: CompressedSnapshot, maxBytes: number): EndpointSnapshot {
+  let bytes: Buffer;
+  try {
+    bytes = inflateRawSync(c.deflate, { maxOutputLength: maxBytes });
+  } catch (error) {
+    const code = (error as { code?: string }).code;
+    if (code === 'ERR_BUFFER_TOO_LARGE') throw new Error(`inflates to more than ${maxBytes} bytes`);
+    throw new Error(`does not inflate: ${(error as Error).message}`);
+  }
+  try {
+    return EndpointSnapshot.decode(bytes);
+  } catch (error) {
+    throw new Error(`does not decode as an EndpointSnapshot: ${(error as Error).message}`);
+  }
 }

@@ -25,10 +25,36 @@ import { EngineKind, engineKindFromJSON, engineKindToJSON } from "./engine";
 export interface WatchRequest {
   /** Identifies the router in controller logs and metrics. */
   routerId: string;
+  /**
+   * The router can read `WatchResponse.compressed`. Unset (older routers, raw clients): every
+   * message carries the plain `snapshot`.
+   */
+  acceptCompressed: boolean;
 }
 
+/**
+ * One snapshot, in exactly one of two forms: `compressed` to a watcher that set
+ * `WatchRequest.accept_compressed`, `snapshot` to any other. A receiver that finds neither set
+ * ignores the message.
+ */
 export interface WatchResponse {
   snapshot?: EndpointSnapshot | undefined;
+  compressed?: CompressedSnapshot | undefined;
+}
+
+/** An EndpointSnapshot compressed once for every watcher that asked for it. */
+export interface CompressedSnapshot {
+  /**
+   * The snapshot's own `revision`, readable without inflating, so a receiver can skip a
+   * snapshot older than the one it holds.
+   */
+  revision: number;
+  /**
+   * An encoded EndpointSnapshot compressed with raw DEFLATE (RFC 1951: no zlib or gzip
+   * header). Inflated, it is at most the receiver's maximum message size (grpc's default,
+   * 4 MiB); a receiver rejects anything larger.
+   */
+  deflate: Buffer;
 }
 
 /** Everything a router routes by, at one revision. */
@@ -102,13 +128,16 @@ export interface ReportUsageResponse {
 }
 
 function createBaseWatchRequest(): WatchRequest {
-  return { routerId: "" };
+  return { routerId: "", acceptCompressed: false };
 }
 
 export const WatchRequest: MessageFns<WatchRequest> = {
   encode(message: WatchRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
     if (message.routerId !== "") {
       writer.uint32(10).string(message.routerId);
+    }
+    if (message.acceptCompressed !== false) {
+      writer.uint32(16).bool(message.acceptCompressed);
     }
     return writer;
   },
@@ -134,6 +163,14 @@ export const WatchRequest: MessageFns<WatchRequest> = {
             message.routerId = reader.string();
             continue;
           }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.acceptCompressed = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -153,6 +190,11 @@ export const WatchRequest: MessageFns<WatchRequest> = {
         : isSet(object.router_id)
         ? globalThis.String(object.router_id)
         : "",
+      acceptCompressed: isSet(object.acceptCompressed)
+        ? globalThis.Boolean(object.acceptCompressed)
+        : isSet(object.accept_compressed)
+        ? globalThis.Boolean(object.accept_compressed)
+        : false,
     };
   },
 
@@ -160,6 +202,9 @@ export const WatchRequest: MessageFns<WatchRequest> = {
     const obj: any = {};
     if (message.routerId !== "") {
       obj.routerId = message.routerId;
+    }
+    if (message.acceptCompressed !== false) {
+      obj.acceptCompressed = message.acceptCompressed;
     }
     return obj;
   },
@@ -170,18 +215,22 @@ export const WatchRequest: MessageFns<WatchRequest> = {
   fromPartial<I extends Exact<DeepPartial<WatchRequest>, I>>(object: I): WatchRequest {
     const message = createBaseWatchRequest();
     message.routerId = object.routerId ?? "";
+    message.acceptCompressed = object.acceptCompressed ?? false;
     return message;
   },
 };
 
 function createBaseWatchResponse(): WatchResponse {
-  return { snapshot: undefined };
+  return { snapshot: undefined, compressed: undefined };
 }
 
 export const WatchResponse: MessageFns<WatchResponse> = {
   encode(message: WatchResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
     if (message.snapshot !== undefined) {
       EndpointSnapshot.encode(message.snapshot, writer.uint32(10).fork()).join();
+    }
+    if (message.compressed !== undefined) {
+      CompressedSnapshot.encode(message.compressed, writer.uint32(18).fork()).join();
     }
     return writer;
   },
@@ -207,6 +256,14 @@ export const WatchResponse: MessageFns<WatchResponse> = {
             message.snapshot = EndpointSnapshot.decode(reader, reader.uint32());
             continue;
           }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.compressed = CompressedSnapshot.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -220,13 +277,19 @@ export const WatchResponse: MessageFns<WatchResponse> = {
   },
 
   fromJSON(object: any): WatchResponse {
-    return { snapshot: isSet(object.snapshot) ? EndpointSnapshot.fromJSON(object.snapshot) : undefined };
+    return {
+      snapshot: isSet(object.snapshot) ? EndpointSnapshot.fromJSON(object.snapshot) : undefined,
+      compressed: isSet(object.compressed) ? CompressedSnapshot.fromJSON(object.compressed) : undefined,
+    };
   },
 
   toJSON(message: WatchResponse): unknown {
     const obj: any = {};
     if (message.snapshot !== undefined) {
       obj.snapshot = EndpointSnapshot.toJSON(message.snapshot);
+    }
+    if (message.compressed !== undefined) {
+      obj.compressed = CompressedSnapshot.toJSON(message.compressed);
     }
     return obj;
   },
@@ -239,6 +302,94 @@ export const WatchResponse: MessageFns<WatchResponse> = {
     message.snapshot = (object.snapshot !== undefined && object.snapshot !== null)
       ? EndpointSnapshot.fromPartial(object.snapshot)
       : undefined;
+    message.compressed = (object.compressed !== undefined && object.compressed !== null)
+      ? CompressedSnapshot.fromPartial(object.compressed)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseCompressedSnapshot(): CompressedSnapshot {
+  return { revision: 0, deflate: Buffer.alloc(0) };
+}
+
+export const CompressedSnapshot: MessageFns<CompressedSnapshot> = {
+  encode(message: CompressedSnapshot, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.revision !== 0) {
+      writer.uint32(8).uint64(message.revision);
+    }
+    if (message.deflate.length !== 0) {
+      writer.uint32(18).bytes(message.deflate);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CompressedSnapshot {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCompressedSnapshot();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.revision = longToNumber(reader.uint64());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.deflate = Buffer.from(reader.bytes());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CompressedSnapshot {
+    return {
+      revision: isSet(object.revision) ? globalThis.Number(object.revision) : 0,
+      deflate: isSet(object.deflate) ? Buffer.from(bytesFromBase64(object.deflate)) : Buffer.alloc(0),
+    };
+  },
+
+  toJSON(message: CompressedSnapshot): unknown {
+    const obj: any = {};
+    if (message.revision !== 0) {
+      obj.revision = Math.round(message.revision);
+    }
+    if (message.deflate.length !== 0) {
+      obj.deflate = base64FromBytes(message.deflate);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<CompressedSnapshot>, I>>(base?: I): CompressedSnapshot {
+    return CompressedSnapshot.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<CompressedSnapshot>, I>>(object: I): CompressedSnapshot {
+    const message = createBaseCompressedSnapshot();
+    message.revision = object.revision ?? 0;
+    message.deflate = object.deflate ?? Buffer.alloc(0);
     return message;
   },
 };
@@ -1113,7 +1264,8 @@ export const RouterServiceService = {
   /**
    * Streams the current snapshot at once, then a new one whenever endpoints or the catalog
    * change. Every message is complete (never a diff), so a router that reconnects needs nothing
-   * else. Revisions only grow for the life of a controller process.
+   * else. Revisions only grow for the life of a controller process. A router that sets
+   * `accept_compressed` gets each snapshot DEFLATE-compressed (`WatchResponse.compressed`).
    */
   watch: {
     path: "/llmgw.v1.RouterService/Watch" as const,
@@ -1143,7 +1295,8 @@ export interface RouterServiceServer extends UntypedServiceImplementation {
   /**
    * Streams the current snapshot at once, then a new one whenever endpoints or the catalog
    * change. Every message is complete (never a diff), so a router that reconnects needs nothing
-   * else. Revisions only grow for the life of a controller process.
+   * else. Revisions only grow for the life of a controller process. A router that sets
+   * `accept_compressed` gets each snapshot DEFLATE-compressed (`WatchResponse.compressed`).
    */
   watch: handleServerStreamingCall<WatchRequest, WatchResponse>;
   /**
@@ -1157,7 +1310,8 @@ export interface RouterServiceClient extends Client {
   /**
    * Streams the current snapshot at once, then a new one whenever endpoints or the catalog
    * change. Every message is complete (never a diff), so a router that reconnects needs nothing
-   * else. Revisions only grow for the life of a controller process.
+   * else. Revisions only grow for the life of a controller process. A router that sets
+   * `accept_compressed` gets each snapshot DEFLATE-compressed (`WatchResponse.compressed`).
    */
   watch(request: WatchRequest, options?: Partial<CallOptions>): ClientReadableStream<WatchResponse>;
   watch(
@@ -1194,6 +1348,14 @@ export const RouterServiceClient = makeGenericClientConstructor(
   service: typeof RouterServiceService;
   serviceName: string;
 };
+
+function bytesFromBase64(b64: string): Uint8Array {
+  return Uint8Array.from(globalThis.Buffer.from(b64, "base64"));
+}
+
+function base64FromBytes(arr: Uint8Array): string {
+  return globalThis.Buffer.from(arr).toString("base64");
+}
 
 type Builtin = Date | Function | Uint8Array | string | number | boolean | undefined;
 
