@@ -56,7 +56,7 @@ server.listen(0, '127.0.0.1', () => process.stdout.write('engine listening on ht
 process.on('SIGTERM', () => process.exit(0));
 `;
 
-/** The floor for any Node proxy: read the body, send it over a keep-alive agent, pipe the answer back. No routing, no metrics. */
+/** A proxy on Node's own http server and client: read the body, send it over a keep-alive agent, pipe the answer back. No routing, no metrics. */
 const BARE_NODE_PROXY = `
 const http = require('node:http');
 const [host, port] = process.argv[1].split(':');
@@ -283,7 +283,7 @@ async function main(): Promise<void> {
       { name: 'direct', url: engine.url, pids: [] },
       { name: 'llmgw-router', url: router.url, pids: [router.pid] },
       { name: 'nginx proxy_pass', url: nginx.url, pids: [nginx.pid] },
-      { name: 'bare Node proxy (floor)', url: bare.url, pids: [bare.pid] },
+      { name: 'bare Node http proxy', url: bare.url, pids: [bare.pid] },
     ];
     /** Per round and path: p50 and p99 of that round's samples (the report takes the median over rounds). */
     const roundStats = new Map<string, { p50: number[]; p99: number[] }>(targets.map((t) => [t.name, { p50: [], p99: [] }]));
@@ -354,7 +354,7 @@ async function main(): Promise<void> {
       ['max req/s vs nginx', (routerRps / nginxRps).toFixed(2), '≥ 0.50', routerRps / nginxRps >= 0.5 ? 'yes' : 'no'],
       ['  same, lowest–highest round', ratioRange(rps.get('llmgw-router') ?? [], rps.get('nginx proxy_pass') ?? []), '-', '-'],
       ['proxy CPU per request vs nginx', (cpuPerRequest('llmgw-router') / cpuPerRequest('nginx proxy_pass')).toFixed(2), '-', '-'],
-      ['proxy CPU per request vs bare Node proxy', (cpuPerRequest('llmgw-router') / cpuPerRequest('bare Node proxy (floor)')).toFixed(2), '-', '-'],
+      ['proxy CPU per request vs bare Node http proxy', (cpuPerRequest('llmgw-router') / cpuPerRequest('bare Node http proxy')).toFixed(2), '-', '-'],
     ];
     printTable(rows);
     printTable(summary);
@@ -364,9 +364,9 @@ async function main(): Promise<void> {
       const body = [
         'Command: `npm run bench:router` (`node tools/run.cjs tools/bench/router.bench.ts`).',
         '',
-        `Machine: ${machineLine(os.cpus(), os.totalmem())}; 1-minute load average ${loadBefore.toFixed(1)} before and ${loadAfter.toFixed(1)} after the run (a shared machine: other work ran alongside).`,
+        `Machine: ${machineLine(os.cpus(), os.totalmem())}; 1-minute load average ${loadBefore.toFixed(1)} before and ${loadAfter.toFixed(1)} after the run (the machine may be shared: a higher load means other work ran alongside).`,
         '',
-        `Engine: ${engine.what}. The same POST ${PATH} (${BODY.length}-byte body) goes straight to it, through llmgw-router (one process, static config, default settings: auth off, scraping on), through nginx 1.22 \`proxy_pass\` (\`worker_processes 1\`, upstream keepalive, proxy_buffering off), and — for scale — through a bare 20-line Node proxy (no routing, no metrics: the floor any Node proxy starts from). Latency: open loop at ${RATE} req/s, ${ROUNDS} rounds × ${SECONDS} s per path after a ${WARMUP_MS} ms warm-up, paths interleaved and rotated; p50 and p99 are the median over rounds of each round's percentile (one disturbed round does not decide); the load generator is the benchmark process. Maximum: \`wrk -t1 -c${CONNECTIONS} -d${SECONDS}s\`, median of ${ROUNDS} rounds. Added latency = the path's percentile minus the direct path's. Proxy CPU µs/req = CPU time (user + system, from /proc) of the proxy's processes during the wrk runs divided by the requests served — the cost that decides throughput on a machine of your own, less sensitive to other load than req/s.`,
+        `Engine: ${engine.what}. The same POST ${PATH} (${BODY.length}-byte body) goes straight to it, through llmgw-router (one process, static config, default settings: auth off, scraping on; it reads API requests with its own HTTP/1.1 front end and keeps pooled keep-alive connections to engines), through nginx 1.22 \`proxy_pass\` (\`worker_processes 1\`, upstream keepalive, proxy_buffering off), and — for scale — through a bare 20-line proxy on Node's http server and client (no routing, no metrics: what Node's own HTTP machinery costs). Latency: open loop at ${RATE} req/s, ${ROUNDS} rounds × ${SECONDS} s per path after a ${WARMUP_MS} ms warm-up, paths interleaved and rotated; p50 and p99 are the median over rounds of each round's percentile (one disturbed round does not decide); the load generator is the benchmark process. Maximum: \`wrk -t1 -c${CONNECTIONS} -d${SECONDS}s\`, median of ${ROUNDS} rounds. Added latency = the path's percentile minus the direct path's. Proxy CPU µs/req = CPU time (user + system, from /proc) of the proxy's processes during the wrk runs divided by the requests served — the cost that decides throughput on a machine of your own, less sensitive to other load than req/s.`,
         '',
         table(rows),
         '',

@@ -2,7 +2,9 @@ import { Inject, Injectable, type BeforeApplicationShutdown, type OnApplicationB
 import { HttpAdapterHost } from '@nestjs/core';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { ReadinessService, ROOT_LOGGER, type Logger, type ReadinessGate } from '@llmgw/observability';
-import { isApiPath } from './proxy/proxy.handler';
+import { ROUTER_CONFIG, type RouterConfig } from './config/router.config';
+import { isApiPath } from './proxy/api-path';
+import { FastHttpFrontend } from './proxy/fast-http.frontend';
 import { RouterCore } from './router.core';
 
 type RequestListener = (req: IncomingMessage, res: ServerResponse) => void;
@@ -19,9 +21,11 @@ type RequestListener = (req: IncomingMessage, res: ServerResponse) => void;
 export class RouterRuntimeService implements OnApplicationBootstrap, BeforeApplicationShutdown, OnApplicationShutdown {
   private readonly gate: ReadinessGate;
   private readonly logger: Logger;
+  private frontend: FastHttpFrontend | undefined;
 
   constructor(
     private readonly core: RouterCore,
+    @Inject(ROUTER_CONFIG) private readonly config: RouterConfig,
     private readonly adapterHost: HttpAdapterHost,
     readiness: ReadinessService,
     @Inject(ROOT_LOGGER) logger: Logger,
@@ -46,6 +50,16 @@ export class RouterRuntimeService implements OnApplicationBootstrap, BeforeAppli
       if (isApiPath(req.url)) proxy(req, res);
       else for (const listener of framework) listener.call(server, req, res);
     });
+    // In front of both: the router's own HTTP/1.1 reader takes new connections and serves plain
+    // /v1 requests itself; a connection's first request it does not serve sends the connection
+    // to the listener above for good.
+    this.frontend = new FastHttpFrontend(server, proxy, {
+      maxBodyBytes: this.config.proxy.maxBodyBytes,
+      keepAliveTimeoutMs: server.keepAliveTimeout,
+      requestTimeoutMs: server.headersTimeout,
+      now: () => Date.now(),
+      onHandover: () => this.core.metrics.httpHandovers.inc(),
+    });
     this.core.start(() => {
       this.gate.open();
       this.logger.info({ revision: this.core.endpoints.revision }, 'ready: routing table received');
@@ -53,10 +67,12 @@ export class RouterRuntimeService implements OnApplicationBootstrap, BeforeAppli
   }
 
   async beforeApplicationShutdown(): Promise<void> {
+    this.frontend?.drain();
     await this.core.drain();
   }
 
   onApplicationShutdown(): void {
+    this.frontend?.close();
     this.core.close();
   }
 }

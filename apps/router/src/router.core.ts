@@ -1,4 +1,3 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
 import { hostname } from 'node:os';
 import { credentials } from '@grpc/grpc-js';
 import type { Clock, Rng } from '@llmgw/domain';
@@ -12,6 +11,7 @@ import type { RouterConfig } from './config/router.config';
 import { EndpointRegistry } from './endpoints/endpoint.registry';
 import type { RoutingSnapshot } from './endpoints/routing-snapshot';
 import { RouterMetrics } from './metrics/router.metrics';
+import type { ApiRequest, ApiResponse } from './proxy/api-exchange';
 import { EnginePool } from './proxy/engine-connection.pool';
 import { ProxyHandler } from './proxy/proxy.handler';
 import { EndpointScraper } from './scrape/endpoint.scraper';
@@ -137,7 +137,7 @@ export class RouterCore {
   }
 
   /** Serves one request under `/v1`. */
-  get handle(): (req: IncomingMessage, res: ServerResponse) => void {
+  get handle(): (req: ApiRequest, res: ApiResponse) => void {
     return this.proxy.handle;
   }
 

@@ -1,6 +1,7 @@
 // llmgw-router as a real process in static mode (no controller) in front of two sim-engine
 // replicas, driven by the official openai client: every API, streamed and not, aliases,
 // API keys, /metrics through promtool, and a clean exit.
+import { get } from 'node:http';
 import OpenAI from 'openai';
 import { promtoolCheckMetrics, runTsEntry, spawnProcess, stopAllSpawned } from '@llmgw/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -100,6 +101,29 @@ describe('llmgw-router in front of sim-engine replicas, through the official ope
     expect(text).toMatch(/llmgw_router_requests_total\{route="chat",model="tiny-chat",status="200"\} [1-9]/);
     expect(text).toMatch(/llmgw_router_engine_load\{endpoint="replica-0",field="running"\} \d/);
     expect(promtoolCheckMetrics(text)).toEqual({ status: 0, output: '' });
+  });
+
+  it("serves the official client's API traffic on its own HTTP/1.1 front end, giving only /metrics to Node's server", async () => {
+    // Each /metrics read below is its own connection, and each is handed over once; the API calls between are not.
+    const handovers = async (): Promise<number> => {
+      const text = await new Promise<string>((resolve, reject) => {
+        get(`${base}/metrics`, { agent: false }, (res) => {
+          let body = '';
+          res.setEncoding('utf8');
+          res.on('data', (d: string) => (body += d));
+          res.on('end', () => resolve(body));
+        }).on('error', reject);
+      });
+      return Number(/^llmgw_router_http_handovers_total (\d+)$/m.exec(text)?.[1]);
+    };
+    const before = await handovers();
+    expect(before).toBeGreaterThanOrEqual(1);
+    for (let i = 0; i < 3; i++) await client.chat.completions.create({ model: 'tiny-chat', messages: [{ role: 'user', content: `hi ${i}` }] });
+    const stream = await client.chat.completions.create({ model: 'tiny', messages: [{ role: 'user', content: 'hello' }], stream: true });
+    for await (const chunk of stream) expect(chunk.object).toBe('chat.completion.chunk');
+    await client.embeddings.create({ model: 'tiny-chat', input: 'one' });
+    await client.models.list();
+    expect(await handovers()).toBe(before + 1);
   });
 
   it('is ready at once in static mode and exits 0 on SIGTERM', async () => {

@@ -1,4 +1,4 @@
-import type { ServerResponse } from 'node:http';
+import type { ApiResponse } from '../proxy/api-exchange';
 
 /** Every way the router itself refuses or fails a request. Each maps to exactly one status. */
 export type RouterErrorKind =
@@ -85,7 +85,7 @@ export type ErrorHeaders = Readonly<Record<string, string | number>>;
  * stream-error path instead.
  */
 export function sendError(
-  res: ServerResponse,
+  res: ApiResponse,
   kind: RouterErrorKind,
   message: string,
   param: string | null = null,

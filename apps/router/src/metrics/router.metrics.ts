@@ -45,6 +45,7 @@ export class RouterMetrics {
   readonly upstreamErrors: Counter<'endpoint' | 'kind'>;
   readonly streamErrors: Counter<'model'>;
   readonly authFailures: Counter<string>;
+  readonly httpHandovers: Counter<string>;
   readonly watchSnapshots: Counter<'result'>;
   readonly watchReconnects: Counter<string>;
   readonly usageReports: Counter<'result'>;
@@ -137,6 +138,11 @@ export class RouterMetrics {
     this.authFailures = new Counter({
       name: 'llmgw_router_auth_failures_total',
       help: 'Requests refused for a missing or unknown API key.',
+      registers: registersList,
+    });
+    this.httpHandovers = new Counter({
+      name: 'llmgw_router_http_handovers_total',
+      help: "Client connections the router's own HTTP/1.1 front end gave to Node's HTTP server, at the first request it does not serve itself (paths outside /v1 such as /metrics, HTTP/1.0, chunked uploads, Expect, anything malformed).",
       registers: registersList,
     });
     this.watchSnapshots = new Counter({

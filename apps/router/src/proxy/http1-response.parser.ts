@@ -1,3 +1,5 @@
+import { isDigit, TOKEN } from './http1.syntax';
+
 /** How the body of a response is delimited (RFC 9112 §6.3). */
 export type BodyFraming = 'none' | 'length' | 'chunked' | 'close';
 
@@ -27,11 +29,6 @@ const MAX_HEAD_BYTES = 64 * 1024;
 const MAX_CHUNK_LINE = 4 * 1024;
 const CRLF_CRLF = Buffer.from('\r\n\r\n');
 
-/** Characters allowed in a header field name (RFC 9110 token). */
-const TOKEN = new Uint8Array(128);
-for (const c of "!#$%&'*+-.^_`|~0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz") TOKEN[c.charCodeAt(0)] = 1;
-
-const isDigit = (c: number): boolean => c >= 0x30 && c <= 0x39;
 
 type State = 'head' | 'length' | 'chunk-size' | 'chunk-data' | 'chunk-data-end' | 'trailers' | 'close' | 'done';
 

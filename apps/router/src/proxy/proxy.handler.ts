@@ -9,7 +9,9 @@ import type { CatalogView } from '../endpoints/catalog.view';
 import type { EndpointRegistry } from '../endpoints/endpoint.registry';
 import type { EndpointState } from '../endpoints/endpoint.state';
 import type { RouterMetrics } from '../metrics/router.metrics';
+import type { ApiRequest, ApiResponse } from './api-exchange';
 import type { EngineCall, EnginePool, EngineRequestError, EngineResponseHandler } from './engine-connection.pool';
+import { FastRequest, FastResponse } from './fast-http.frontend';
 import type { ResponseHead } from './http1-response.parser';
 
 /** Proxy settings; sizes in bytes, times in milliseconds. */
@@ -44,10 +46,6 @@ function safeDecode(segment: string): string {
   }
 }
 
-/** True for request targets the OpenAI proxy answers (everything under `/v1`). */
-export function isApiPath(url: string | undefined): boolean {
-  return url !== undefined && url.startsWith('/v1') && (url.length === 3 || url[3] === '/' || url[3] === '?');
-}
 
 /** Request headers never forwarded to an engine: hop-by-hop, and what the router sets itself. */
 const DROP_REQUEST = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'te', 'trailer', 'upgrade', 'expect', 'host', 'content-length', 'proxy-authorization']);
@@ -126,8 +124,8 @@ class Exchange {
   resume: (() => void) | undefined;
 
   constructor(
-    readonly req: IncomingMessage,
-    readonly res: ServerResponse,
+    readonly req: ApiRequest,
+    readonly res: ApiResponse,
     readonly route: RouteName,
     readonly start: number,
   ) {}
@@ -143,6 +141,28 @@ function endsWithBlankLine(chunk: Buffer): boolean {
   const n = chunk.length;
   if (n < 2 || chunk[n - 1] !== 0x0a) return false;
   return chunk[n - 2] === 0x0a || (n >= 4 && chunk[n - 2] === 0x0d && chunk[n - 3] === 0x0a);
+}
+
+/** Bodies up to this size go out in one buffer with the head (one write); larger ones beside it. */
+const JOIN_LIMIT = 16 * 1024;
+
+/** The request to an engine as buffers to write: head (latin1) and body. */
+function requestBytes(head: string, body: Buffer): Buffer[] {
+  if (body.length > JOIN_LIMIT) return [Buffer.from(head, 'latin1'), body];
+  const out = Buffer.allocUnsafe(head.length + body.length);
+  out.write(head, 0, 'latin1');
+  body.copy(out, head.length);
+  return [out];
+}
+
+/** Ends a started response with `last` and then closes the client connection. */
+function endAndClose(res: ApiResponse, last: string): void {
+  if (res instanceof FastResponse) {
+    res.endAndClose(last);
+    return;
+  }
+  const node = res as ServerResponse;
+  node.end(last, () => node.socket?.end());
 }
 
 type UpstreamFailure = 'connect' | 'reset' | 'timeout' | 'status_5xx' | 'stream_cut';
@@ -174,7 +194,7 @@ export class ProxyHandler {
   }
 
   /** Answers one request under `/v1`. Never throws; every path ends the response. */
-  readonly handle = (req: IncomingMessage, res: ServerResponse): void => {
+  readonly handle = (req: ApiRequest, res: ApiResponse): void => {
     try {
       this.route(req, res);
     } catch (error) {
@@ -182,7 +202,7 @@ export class ProxyHandler {
     }
   };
 
-  private route(req: IncomingMessage, res: ServerResponse): void {
+  private route(req: ApiRequest, res: ApiResponse): void {
     const start = performance.now();
     // 1. Authentication comes before anything else, even routing.
     if (this.auth !== undefined && this.auth.authenticate(req.headers.authorization) === undefined) {
@@ -217,6 +237,16 @@ export class ProxyHandler {
       this.refuseTooLarge(ex);
       return;
     }
+    if (req instanceof FastRequest) {
+      // The fast front end read the whole body already.
+      this.step(ex, () => this.onRequestBody(ex, req.body));
+      return;
+    }
+    this.readBody(ex, req);
+  }
+
+  /** Reads a Node request's body once, bounded, then goes on with it. */
+  private readBody(ex: Exchange, req: IncomingMessage): void {
     const chunks: Buffer[] = [];
     let size = 0;
     let tooLarge = false;
@@ -258,7 +288,7 @@ export class ProxyHandler {
     this.finish(ex, 500);
   }
 
-  private internalError(req: IncomingMessage, res: ServerResponse, error: unknown): void {
+  private internalError(req: ApiRequest, res: ApiResponse, error: unknown): void {
     const errorId = randomUUID();
     this.logger.error({ errorId, err: error instanceof Error ? error.stack : String(error), url: req.url }, 'internal error while proxying');
     if (res.headersSent) res.destroy();
@@ -328,10 +358,10 @@ export class ProxyHandler {
     this.metrics.endpointChoices.inc([ex.model, state.id]);
     const t = state.target;
     ex.headerBlock ??= this.headerBlock(ex);
-    const head = Buffer.from(`POST ${t.basePath}${ex.req.url ?? '/'} HTTP/1.1\r\nhost: ${t.host}\r\n${ex.headerBlock}`, 'latin1');
+    const head = `POST ${t.basePath}${ex.req.url ?? '/'} HTTP/1.1\r\nhost: ${t.host}\r\n${ex.headerBlock}`;
     const attempt = new Attempt(this, ex, state);
     ex.current = attempt;
-    attempt.call = this.pool.request(t, [head, ex.body], attempt, { firstByteMs: this.options.firstByteTimeoutMs, idleMs: this.options.idleTimeoutMs });
+    attempt.call = this.pool.request(t, requestBytes(head, ex.body), attempt, { firstByteMs: this.options.firstByteTimeoutMs, idleMs: this.options.idleTimeoutMs });
   }
 
   /** The client's header lines as received (the parser has validated them), minus hop-by-hop ones and the router's key. */
@@ -469,7 +499,7 @@ export class ProxyHandler {
         const last = ex.lastChunk;
         const atBoundary = last === undefined || endsWithBlankLine(last);
         const event = sseErrorEvent('stream_interrupted', `The engine serving model '${ex.model}' stopped in the middle of the response: ${detail}`);
-        res.end(atBoundary ? event : `\n\n${event}`, () => res.socket?.end());
+        endAndClose(res, atBoundary ? event : `\n\n${event}`);
       } else {
         res.destroy();
       }
@@ -530,7 +560,7 @@ export class ProxyHandler {
     return id;
   }
 
-  private listModels(res: ServerResponse, start: number): void {
+  private listModels(res: ApiResponse, start: number): void {
     const catalog = this.registry.catalog;
     let body = this.modelLists.get(catalog);
     if (body === undefined) {
@@ -544,7 +574,7 @@ export class ProxyHandler {
     this.count('models', '', 200, start);
   }
 
-  private retrieveModel(res: ServerResponse, id: string, start: number): void {
+  private retrieveModel(res: ApiResponse, id: string, start: number): void {
     const m = this.registry.catalog.resolve(id);
     if (m === undefined) {
       this.count('models', '', sendError(res, 'model_not_found', `The model \`${id.slice(0, 256)}\` does not exist.`, 'model'), start);

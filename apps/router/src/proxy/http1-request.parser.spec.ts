@@ -1,0 +1,65 @@
+import { describe, expect, it } from 'vitest';
+import { parseRequestHead } from './http1-request.parser';
+
+const head = (...lines: string[]): string => lines.join('\r\n');
+
+describe('parseRequestHead', () => {
+  it('reads a plain API request: method, target, headers as received and lower-cased, length, keep-alive', () => {
+    const r = parseRequestHead(
+      head('POST /v1/chat/completions?x=1 HTTP/1.1', 'Host: router', 'Content-Type:application/json', 'Content-Length: 80', 'X-Tag:  a ', 'x-tag: b'),
+    );
+    expect(r).toEqual({
+      ok: true,
+      head: {
+        method: 'POST',
+        url: '/v1/chat/completions?x=1',
+        rawHeaders: ['Host', 'router', 'Content-Type', 'application/json', 'Content-Length', '80', 'X-Tag', 'a', 'x-tag', 'b'],
+        headers: expect.objectContaining({ host: 'router', 'content-type': 'application/json', 'content-length': '80', 'x-tag': 'a, b' }),
+        contentLength: 80,
+        keepAlive: true,
+      },
+    });
+  });
+
+  it('treats a missing Content-Length as no body, and Connection: close as the last request', () => {
+    const r = parseRequestHead(head('GET /v1/models HTTP/1.1', 'Connection: Keep-Alive, close'));
+    expect(r.ok && r.head.contentLength).toBe(0);
+    expect(r.ok && r.head.keepAlive).toBe(false);
+    expect(r.ok && r.head.method).toBe('GET');
+  });
+
+  it('keeps a header named __proto__ as a header, not a prototype', () => {
+    const r = parseRequestHead(head('POST /v1/completions HTTP/1.1', '__proto__: x'));
+    expect(r.ok).toBe(true);
+    if (r.ok) {
+      expect(r.head.headers.__proto__).toBe('x');
+      expect(Object.getPrototypeOf(r.head.headers)).toBeNull();
+    }
+  });
+
+  // Each of these goes to Node's HTTP server, which accepts or refuses it by its own rules.
+  it.each([
+    ['HTTP/1.0', head('POST /v1/chat/completions HTTP/1.0', 'Content-Length: 2'), 'not HTTP/1.1'],
+    ['another method', head('PUT /v1/chat/completions HTTP/1.1'), 'method PUT'],
+    ['HEAD', head('HEAD /v1/models HTTP/1.1'), 'method HEAD'],
+    ['a path outside /v1', head('GET /metrics HTTP/1.1'), 'not an /v1 target'],
+    ['a /v1-lookalike path', head('POST /v1x HTTP/1.1'), 'not an /v1 target'],
+    ['a target with a non-ASCII byte', head('POST /v1/\u00e9 HTTP/1.1'), 'not an /v1 target'],
+    ['a request line without a version', head('POST /v1/chat/completions'), 'malformed request line'],
+    ['a chunked upload', head('POST /v1/embeddings HTTP/1.1', 'Transfer-Encoding: chunked'), 'transfer-encoding'],
+    ['Content-Length with Transfer-Encoding', head('POST /v1/embeddings HTTP/1.1', 'Content-Length: 5', 'Transfer-Encoding: chunked'), 'transfer-encoding'],
+    ['two Content-Length headers', head('POST /v1/embeddings HTTP/1.1', 'Content-Length: 5', 'Content-Length: 5'), 'Content-Length repeated or not a number'],
+    ['a signed Content-Length', head('POST /v1/embeddings HTTP/1.1', 'Content-Length: +5'), 'Content-Length repeated or not a number'],
+    ['Expect: 100-continue', head('POST /v1/embeddings HTTP/1.1', 'Expect: 100-continue'), 'expect'],
+    ['Upgrade', head('GET /v1/models HTTP/1.1', 'Upgrade: websocket'), 'upgrade'],
+    ['Connection: upgrade', head('GET /v1/models HTTP/1.1', 'Connection: Upgrade'), 'connection upgrade'],
+    ['obsolete line folding', head('POST /v1/embeddings HTTP/1.1', 'X-A: 1', ' X-B: folded'), 'malformed header name'],
+    ['a line without a colon', head('POST /v1/embeddings HTTP/1.1', 'no colon here'), 'malformed header line'],
+    ['an empty header name', head('POST /v1/embeddings HTTP/1.1', ': x'), 'malformed header line'],
+    ['a space before the colon', head('POST /v1/embeddings HTTP/1.1', 'X-A : 1'), 'malformed header name'],
+    ['a bare LF inside a value', head('POST /v1/embeddings HTTP/1.1', 'X-A: 1\nContent-Length: 9'), 'control character in a header value'],
+    ['a NUL in a value', head('POST /v1/embeddings HTTP/1.1', 'X-A: a\0b'), 'control character in a header value'],
+  ])('hands over %s', (_what, text, reason) => {
+    expect(parseRequestHead(text)).toEqual({ ok: false, reason });
+  });
+});
