@@ -133,6 +133,17 @@ describe('FastHttpFrontend', () => {
     expect(r.seen.map((s) => s.body)).toEqual(['one-body', 'two', 'three']);
   });
 
+  it('collects a large body sent in many pieces, then goes on with the request pipelined behind it', async () => {
+    const r = await rig(echo, { maxBodyBytes: 4 * 1024 * 1024 });
+    const c = new RawClient(r.port);
+    const big = 'z'.repeat(3 * 1024 * 1024);
+    const bytes = post('/v1/embeddings', big) + post('/v1/embeddings', 'next');
+    for (let at = 0; at < bytes.length; at += 50_000) c.send(bytes.slice(at, at + 50_000));
+    await c.until((t) => t.endsWith('fast /v1/embeddings next'), 20_000);
+    expect(r.seen.map((s) => s.body.length)).toEqual([big.length, 4]);
+    expect(r.seen[0].body === big).toBe(true);
+  });
+
   it('chunks a response without Content-Length, passes the pieces through, and waits for an answer given later', async () => {
     const r = await rig((_req, res) => {
       res.writeHead(200, ['Content-Type', 'text/event-stream']);

@@ -193,6 +193,8 @@ class FastConnection {
   private pending: Buffer | undefined;
   private head: FastRequestHead | undefined;
   private bodyStart = 0;
+  private bodyParts: Buffer[] | undefined;
+  private bodyHave = 0;
   private response: FastResponse | undefined;
   private dispatching = false;
   private paused = false;
@@ -213,14 +215,18 @@ class FastConnection {
     if (this.state === 'closing' || this.state === 'gone') return;
     // While an answer is pending the rest of an unread (too large) body is dropped, not kept.
     if (this.state === 'busy' && !this.keepAlive) return;
+    if (this.state === 'reading' && this.bodyParts !== undefined) {
+      this.collectBody(chunk);
+      return;
+    }
     this.pending = this.pending === undefined ? chunk : Buffer.concat([this.pending, chunk]);
     if (this.state === 'idle') {
       this.state = 'reading';
       this.since = this.frontend.options.now();
     }
     if (this.state === 'reading') this.parse();
-    else if (this.state === 'busy' && !this.paused && this.pending.length > MAX_HEAD_BYTES + this.frontend.options.maxBodyBytes) {
-      // A client pipelining far ahead waits for its earlier answers.
+    else if (this.state === 'busy' && !this.paused && this.pending.length > MAX_HEAD_BYTES) {
+      // A client pipelining ahead waits for its earlier answers before sending more.
       this.paused = true;
       this.socket.pause();
     }
@@ -237,6 +243,7 @@ class FastConnection {
     this.state = 'gone';
     this.response = undefined;
     this.pending = undefined;
+    this.bodyParts = undefined;
     this.frontend.forget(this);
     if (response !== undefined && !response.writableFinished) response.closed();
   };
@@ -276,13 +283,37 @@ class FastConnection {
         }
       }
       const need = this.bodyStart + this.head.contentLength;
-      if (buf.length < need) return;
+      if (buf.length < need) {
+        // The body is still arriving: its pieces are kept apart and joined once, not re-copied per piece.
+        this.bodyParts = [buf.subarray(this.bodyStart)];
+        this.bodyHave = buf.length - this.bodyStart;
+        this.pending = undefined;
+        return;
+      }
       const body = buf.subarray(this.bodyStart, need);
       this.pending = buf.length > need ? buf.subarray(need) : undefined;
       const head = this.head;
       this.head = undefined;
       this.dispatch(head, body, head.keepAlive);
     }
+  }
+
+  /** A piece of a body being collected; the whole body goes to the handler once it is here. */
+  private collectBody(chunk: Buffer): void {
+    const head = this.head as FastRequestHead;
+    const parts = this.bodyParts as Buffer[];
+    const missing = head.contentLength - this.bodyHave;
+    if (chunk.length < missing) {
+      parts.push(chunk);
+      this.bodyHave += chunk.length;
+      return;
+    }
+    parts.push(chunk.subarray(0, missing));
+    this.bodyParts = undefined;
+    this.head = undefined;
+    this.pending = chunk.length > missing ? chunk.subarray(missing) : undefined;
+    this.dispatch(head, Buffer.concat(parts, head.contentLength), head.keepAlive);
+    this.parse();
   }
 
   private dispatch(head: FastRequestHead, body: Buffer, keepAlive: boolean): void {
