@@ -76,6 +76,8 @@ export class RouterCore {
         const level = t.to === 'open' ? 'warn' : 'info';
         breakerLog[level]({ replicaId: state.id, model: state.endpoint.model, from: t.from, to: t.to }, `circuit breaker ${t.to}`);
       },
+      // A replica gone for good takes its counter series along: ids never repeat across rebuilds.
+      onGone: (replicaId) => void this.metrics.forgetEndpoint(replicaId),
     });
     const picker = new EndpointPicker(buildScorers(config.scorerWeights), rng);
     this.admission = new AdmissionService(this.endpoints, picker, clock, config.admission, {

@@ -14,8 +14,8 @@ const ep = (replicaId: string, model = 'm', url = `http://10.0.0.1:${8000 + repl
 });
 const snap = (revision: number, endpoints: Endpoint[], models = [{ name: 'm', aliases: ['alias'] }]): RoutingSnapshot => ({ revision, endpoints, models });
 
-function registry(clock = new FakeClock()): EndpointRegistry {
-  return new EndpointRegistry({ clock, breaker: { failureThreshold: 2, cooldownMs: 1_000 }, scrapeStaleAfterMs: 3_000 });
+function registry(clock = new FakeClock(), onGone?: (replicaId: string) => void): EndpointRegistry {
+  return new EndpointRegistry({ clock, breaker: { failureThreshold: 2, cooldownMs: 1_000 }, scrapeStaleAfterMs: 3_000, onGone });
 }
 
 describe('EndpointRegistry', () => {
@@ -59,6 +59,53 @@ describe('EndpointRegistry', () => {
     expect(a?.candidate(1).draining).toBe(true);
     a?.release('success');
     expect(a?.inFlight).toBe(0);
+  });
+
+  it('reports a replica id gone once no snapshot lists it and its last in-flight request has finished', () => {
+    const gone: string[] = [];
+    const r = registry(new FakeClock(), (id) => gone.push(id));
+    r.apply(snap(1, [ep('busy'), ep('idle'), ep('kept')]), { resync: true });
+    const busy = r.get('busy');
+    if (busy === undefined) throw new Error('busy missing');
+    busy.acquire(1);
+    busy.acquire(1);
+    r.get('kept')?.acquire(1);
+
+    r.apply(snap(2, [ep('kept')]), { resync: false });
+    expect(gone).toEqual(['idle']); // nothing in flight: gone at once
+    busy.release('success');
+    expect(gone).toEqual(['idle']);
+    busy.release('failure');
+    expect(gone).toEqual(['idle', 'busy']);
+    // A kept endpoint finishing its requests is not gone; neither is an ignored (stale) snapshot's doing.
+    r.get('kept')?.release('success');
+    expect(r.apply(snap(2, []), { resync: false }).applied).toBe(false);
+    expect(gone).toEqual(['idle', 'busy']);
+    // A resync removes like any snapshot.
+    r.apply(snap(1, []), { resync: true });
+    expect(gone).toEqual(['idle', 'busy', 'kept']);
+  });
+
+  it('does not report an id gone while it is listed again, or while an earlier endpoint with that id still drains', () => {
+    const gone: string[] = [];
+    const r = registry(new FakeClock(), (id) => gone.push(id));
+    r.apply(snap(1, [ep('a', 'm', 'http://h:1')]), { resync: true });
+    const first = r.get('a');
+    first?.acquire(1);
+    // Same id, new URL: a new endpoint replaces the old one, which drains; the id stays listed.
+    r.apply(snap(2, [ep('a', 'm', 'http://h:2')]), { resync: false });
+    first?.release('success');
+    expect(gone).toEqual([]);
+
+    // The id goes away while `second` drains, comes back, and goes away again idle: still draining.
+    const second = r.get('a');
+    second?.acquire(1);
+    r.apply(snap(3, []), { resync: false });
+    r.apply(snap(4, [ep('a', 'm', 'http://h:3')]), { resync: false });
+    r.apply(snap(5, []), { resync: false });
+    expect(gone).toEqual([]);
+    second?.release('abandoned');
+    expect(gone).toEqual(['a']);
   });
 
   it('ignores a snapshot that is not newer, unless it starts a new stream (resync)', () => {

@@ -18,10 +18,23 @@ export interface ApplyResult {
 /** Called after every applied snapshot. */
 export type SnapshotListener = (result: ApplyResult) => void;
 
+/** What the registry is built with: every endpoint's state options, and the registry's own hooks. */
+export interface EndpointRegistryOptions extends Omit<EndpointStateOptions, 'onDrained'> {
+  /**
+   * Called once a replica id is gone for good: no snapshot lists it and no removed endpoint
+   * with that id has a request in flight (at once when it had none). What is kept per replica
+   * id elsewhere (metric series) may be forgotten then; a later snapshot listing the id again
+   * starts afresh. May be called again for the same id if a removed endpoint is sent a
+   * request after all (the proxy resending on a stale connection) and that one finishes.
+   */
+  readonly onGone?: (replicaId: string) => void;
+}
+
 /**
  * The router's endpoints and catalog view. Snapshots replace the set as a whole; an endpoint
  * that survives (same replica id, URL and engine) keeps its live state, a removed one is marked
- * removed (no new requests; in-flight ones finish against the object they hold).
+ * removed (no new requests; in-flight ones finish against the object they hold), and its
+ * replica id is reported gone once nothing lists it and nothing is in flight on it.
  */
 export class EndpointRegistry {
   private readonly states = new Map<string, EndpointState>();
@@ -31,8 +44,13 @@ export class EndpointRegistry {
   /** Last-used times of endpoints removed since the last usage collection (reported once more). */
   private removedUsage = new Map<string, number>();
   private readonly listeners: SnapshotListener[] = [];
+  /** Removed endpoints with requests still in flight, by replica id (an id may come and go more than once). */
+  private readonly draining = new Map<string, Set<EndpointState>>();
+  private readonly stateOptions: EndpointStateOptions;
 
-  constructor(private readonly options: EndpointStateOptions) {}
+  constructor(private readonly options: EndpointRegistryOptions) {
+    this.stateOptions = { ...options, onDrained: (state) => this.drained(state) };
+  }
 
   /** The current catalog view (swap-on-write: hold the reference for the length of one request). */
   get catalog(): CatalogView {
@@ -96,16 +114,19 @@ export class EndpointRegistry {
         continue;
       }
       try {
-        next.set(endpoint.replicaId, new EndpointState(endpoint, parseTarget(endpoint.url), mapping, this.options));
+        next.set(endpoint.replicaId, new EndpointState(endpoint, parseTarget(endpoint.url), mapping, this.stateOptions));
         added.push(endpoint.replicaId);
       } catch (error) {
         skipped.push({ replicaId: endpoint.replicaId, reason: error instanceof Error ? error.message : String(error) });
       }
     }
     const removed: string[] = [];
+    const idle: string[] = [];
     for (const [id, state] of this.states) {
       if (next.get(id) === state) continue;
       state.removed = true;
+      if (state.inFlight > 0) this.draining.set(id, (this.draining.get(id) ?? new Set()).add(state));
+      else idle.push(id);
       if (state.lastUsedAt !== undefined) this.removedUsage.set(id, Math.max(state.lastUsedAt, this.removedUsage.get(id) ?? 0));
       if (!next.has(id)) removed.push(id);
     }
@@ -120,9 +141,22 @@ export class EndpointRegistry {
     this.byModel = byModel;
     this.catalogView = catalog;
     this.current = snapshot.revision;
+    for (const id of idle) this.goneIfUnused(id);
     const result: ApplyResult = { applied: true, revision: snapshot.revision, added, kept, removed, skipped };
     for (const listener of this.listeners) listener(result);
     return result;
+  }
+
+  /** A removed endpoint's last in-flight request finished. */
+  private drained(state: EndpointState): void {
+    const generations = this.draining.get(state.id);
+    if (generations?.delete(state) === true && generations.size === 0) this.draining.delete(state.id);
+    this.goneIfUnused(state.id);
+  }
+
+  /** Reports `replicaId` gone when no snapshot lists it and nothing is in flight on it. */
+  private goneIfUnused(replicaId: string): void {
+    if (!this.states.has(replicaId) && !this.draining.has(replicaId)) this.options.onGone?.(replicaId);
   }
 
   /**

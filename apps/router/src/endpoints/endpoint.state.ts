@@ -46,6 +46,8 @@ export interface EndpointStateOptions {
   /** A scrape older than this (ms) is not used: the endpoint is judged by local in-flight only. */
   readonly scrapeStaleAfterMs: number;
   readonly onBreakerTransition?: (state: EndpointState, transition: BreakerTransition) => void;
+  /** Called when the last in-flight request of an endpoint already marked removed finishes. */
+  readonly onDrained?: (state: EndpointState) => void;
 }
 
 /**
@@ -127,7 +129,8 @@ export class EndpointState {
   /**
    * A request sent here finished: in-flight −1 and its verdict recorded. `success`/`failure`
    * feed the breaker; `abandoned` (the client left) frees a probe without a verdict. Every
-   * finished request counts towards the drain rate.
+   * finished request counts towards the drain rate. The last one on a removed endpoint calls
+   * `onDrained`, after the breaker has seen it.
    */
   release(outcome: 'success' | 'failure' | 'abandoned'): void {
     this.inFlight--;
@@ -135,5 +138,6 @@ export class EndpointState {
     else if (outcome === 'failure') this.breaker.onFailure();
     else this.breaker.onAbandon();
     this.drain.record();
+    if (this.removed && this.inFlight === 0) this.options.onDrained?.(this);
   }
 }

@@ -40,6 +40,38 @@ describe('FastCounter and FastHistogram', () => {
     expect(fc.value(['m2', '200'])).toBeUndefined();
   });
 
+  it('removeMatching forgets every series carrying one label value, whatever the other labels, and nothing else', async () => {
+    const r = new Registry();
+    const c = new FastCounter('t_choices_total', 'Choices.', ['model', 'endpoint'], r);
+    const h = new FastHistogram('t_latency_seconds', 'Latency.', ['endpoint', 'model'], [0.1, 1], r);
+    for (const model of ['m1', 'm2', 'gone']) {
+      for (const endpoint of ['gone', 'kept', 'gone2']) {
+        c.inc([model, endpoint]);
+        h.observe([endpoint, model], 0.5);
+      }
+    }
+
+    expect(c.removeMatching({ endpoint: 'gone' })).toBe(3);
+    expect(h.removeMatching({ endpoint: 'gone' })).toBe(3);
+    const text = await r.metrics();
+    // Only the `endpoint` label is matched: model="gone" stays, and so does an id that merely starts alike.
+    expect(text).not.toMatch(/endpoint="gone"/);
+    expect(text.match(/^t_choices_total\{/gm)).toHaveLength(6);
+    expect(text.match(/^t_latency_seconds_count\{/gm)).toHaveLength(6);
+    expect(c.value(['gone', 'kept'])).toBe(1);
+    expect(c.value(['m1', 'gone2'])).toBe(1);
+    expect(c.value(['m1', 'gone'])).toBeUndefined();
+    expect(promtoolCheckMetrics(text)).toEqual({ status: 0, output: '' });
+
+    // Several labels must all match; none matching removes nothing; a series that comes back starts from zero.
+    expect(c.removeMatching({ model: 'm2', endpoint: 'kept' })).toBe(1);
+    expect(c.value(['m2', 'gone2'])).toBe(1);
+    expect(c.removeMatching({ endpoint: 'never-seen' })).toBe(0);
+    c.inc(['m1', 'gone']);
+    expect(c.value(['m1', 'gone'])).toBe(1);
+    expect(() => c.removeMatching({ replica: 'x' })).toThrow(/no label named "replica"/);
+  });
+
   it('refuses label values that do not match the label names, and descending buckets', () => {
     const r = new Registry();
     const c = new FastCounter('x_total', 'x', ['a', 'b'], r);

@@ -55,6 +55,23 @@ abstract class FastMetric<C> {
   reset(): void {
     this.children.clear();
   }
+
+  /**
+   * Forgets every series whose labels include all of `labels` (a subset of the label names,
+   * e.g. `{ endpoint: 'r1' }`), whatever its other label values; returns how many it forgot.
+   * Walks all series: meant for rare clean-up, not the request path.
+   */
+  removeMatching(labels: Readonly<Record<string, string>>): number {
+    const wanted = Object.entries(labels);
+    for (const [name] of wanted) if (!this.labelNames.includes(name)) throw new Error(`${this.name}: no label named ${JSON.stringify(name)}`);
+    let removed = 0;
+    for (const [key, series] of this.children) {
+      if (!wanted.every(([name, value]) => series.labels[name] === value)) continue;
+      this.children.delete(key);
+      removed++;
+    }
+    return removed;
+  }
 }
 
 /** A counter for the request path: `inc(labelValues, by)` in label-name order. */

@@ -311,4 +311,29 @@ export class RouterMetrics {
   attach(sources: RouterMetricsSources): void {
     this.sources = sources;
   }
+
+  /**
+   * Forgets every series labelled with replica `replicaId` in the endpoint-labelled counters
+   * (choices, upstream errors, breaker transitions, scrape errors), for an endpoint that is
+   * gone for good. The scrape-time gauges need nothing: they only ever show listed endpoints.
+   * Resolves once the prom-client counters have dropped theirs.
+   */
+  async forgetEndpoint(replicaId: string): Promise<void> {
+    const labels = { endpoint: replicaId };
+    this.endpointChoices.removeMatching(labels);
+    await Promise.all([this.upstreamErrors, this.breakerTransitions, this.scrapeErrors].map((counter) => removeMatching(counter, labels)));
+  }
+}
+
+/**
+ * Removes every series of a prom-client counter whose labels include all of `labels`
+ * (prom-client's own `remove` needs every label value). Without a collect function, `get()`
+ * lists the series when called; its promise only carries the list.
+ */
+async function removeMatching<T extends string>(counter: Counter<T>, labels: Readonly<Partial<Record<T, string>>>): Promise<void> {
+  const wanted = Object.entries(labels);
+  for (const series of (await counter.get()).values) {
+    const have: Readonly<Partial<Record<string, string | number>>> = series.labels;
+    if (wanted.every(([name, value]) => have[name] === value)) counter.remove(series.labels);
+  }
 }

@@ -510,8 +510,9 @@ export class ProxyHandler {
   private settle(at: Attempt, outcome: 'success' | 'failure' | 'abandoned', failure?: UpstreamFailure): void {
     if (at.settled) return;
     at.settled = true;
-    at.state.release(outcome);
+    // Counted first: releasing a removed endpoint's last request forgets its series.
     if (failure !== undefined) this.metrics.upstreamErrors.inc({ endpoint: at.state.id, kind: failure });
+    at.state.release(outcome);
     this.admission.wake(at.state.endpoint.model);
   }
 

@@ -77,6 +77,9 @@ export class EndpointScraper {
       state.lastScrapeError = undefined;
       this.onReading(state);
     } catch (error) {
+      // A removed endpoint's series may already be forgotten: its failing last scrape (likely,
+      // as the replica is going away) must not bring them back.
+      if (state.removed) return;
       const reason: ScrapeFailure = error instanceof ScrapeError ? error.reason : 'parse';
       const message = error instanceof Error ? error.message : String(error);
       if (state.lastScrapeError === undefined) this.logger.warn({ replicaId: state.id, reason, err: message }, 'endpoint scrape failed');
