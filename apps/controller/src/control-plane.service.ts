@@ -220,7 +220,7 @@ export class ControlPlane implements AgentStreamHandler {
           this.settleUntil = now + this.options.config.timing.settleMs;
           this.phaseValue = 'settling';
           this.log.info(
-            { nodes: nodes.length, replicas: replicas.length, settleMs: this.options.config.timing.settleMs },
+            { nodes: nodes.length, draining: nodes.filter((n) => n.draining).length, replicas: replicas.length, settleMs: this.options.config.timing.settleMs },
             'leading: state loaded; adopting what agents report before acting',
           );
           this.checkSettled();
@@ -376,12 +376,14 @@ export class ControlPlane implements AgentStreamHandler {
    */
   async setCordon(nodeId: string, action: 'cordon' | 'uncordon' | 'drain'): Promise<NodeEntry> {
     const cordoned = action !== 'uncordon';
+    const draining = action === 'drain';
     const entry = this.nodes.get(nodeId);
     if (!entry) throw new DomainError(ErrorCode.NotFound, `node '${nodeId}' is not known`);
-    // The row may not be written yet (a node that just joined): insert it, then set the flag.
+    // The row may not be written yet (a node that just joined): insert it, then set the flags.
+    // Both are stored, so a restarted or new leader carries a drain on.
     await this.options.store.nodes.upsert({ ...nodeRecordOf(entry), cordoned });
-    await this.options.store.nodes.setCordoned(nodeId, cordoned);
-    this.nodes.setCordoned(nodeId, cordoned, action === 'drain');
+    await this.options.store.nodes.setCordoned(nodeId, cordoned, draining);
+    this.nodes.setCordoned(nodeId, cordoned, draining);
     this.recordEvent({ kind: cordoned ? 'cordoned' : 'uncordoned', nodeId, reason: action });
     this.log.info({ nodeId, action }, 'node ' + (action === 'drain' ? 'draining' : `${action}ed`));
     if (!cordoned) this.bumpCapacity();

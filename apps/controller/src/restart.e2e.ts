@@ -1,5 +1,6 @@
 // Controller restarts: agents reconnect, their replicas are adopted, and nothing is started or
-// stopped while adoption settles (or after it, when everything was adopted).
+// stopped while adoption settles (or after it, when everything was adopted); an operator's drain
+// goes on under the restarted controller.
 import { openStore } from '@llmgw/store';
 import { freePort, sqliteBackend, stopAllSpawned, waitFor } from '@llmgw/testing';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -11,6 +12,12 @@ afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
   await stopAllSpawned();
 });
+
+/** An admin API call on loopback (no token configured), its body parsed. */
+async function admin(controller: TestController, path: string, method: 'GET' | 'POST' = 'GET'): Promise<{ status: number; body: Record<string, unknown> }> {
+  const res = await fetch(`${controller.http}/v1/admin${path}`, { method });
+  return { status: res.status, body: JSON.parse(await res.text()) as Record<string, unknown> };
+}
 
 async function settleFleet(controller: TestController, agents: FakeAgent[], router: WatchingRouter, replicas: number): Promise<string[]> {
   await waitFor(() => router.latest?.endpoints.length === replicas && [...controller.plane.replicas.values()].every((r) => r.replica.state === 'ready'), {
@@ -105,6 +112,64 @@ describe('controller restart', () => {
       } finally {
         await store.close();
       }
+    },
+    90_000,
+  );
+
+  it(
+    'a drain still under way when the controller restarts is carried on: the node stays draining and its replica moves off',
+    async () => {
+      const db = await sqliteBackend.create();
+      const file = catalogFile(catalogDoc([{ name: 'llama', replicas: 1 }]));
+      cleanups.push(() => db.drop(), () => file.cleanup());
+      const port = String(await freePort());
+      const env = { LLMGW_DATABASE_URL: db.url, LLMGW_CONTROLLER_CATALOG_FILE: file.path, LLMGW_CONTROLLER_GRPC_PORT: port, LLMGW_CONTROLLER_SETTLE: '2s' };
+      const first = await startController(env);
+      cleanups.push(() => first.close());
+      const agents = ['node-1', 'node-2'].map((id) => new FakeAgent({ nodeId: id, controllers: [first.grpc] }));
+      cleanups.push(() => Promise.all(agents.map((a) => a.stop())).then(() => undefined));
+      for (const a of agents) a.connect();
+      await waitFor(() => [...first.plane.replicas.values()].some((r) => r.replica.state === 'ready'), { deadlineMs: 20_000, message: 'a ready replica' });
+      const [replica] = [...first.plane.replicas.values()].map((r) => r.replica);
+      const holder = agents.find((a) => a.running().includes(replica.id)) as FakeAgent;
+      const other = agents.find((a) => a !== holder) as FakeAgent;
+      const holderId = holder.options.nodeId;
+      const otherId = other.options.nodeId;
+
+      // The only other node is cordoned, so the replica has nowhere to go: the drain is still
+      // under way (the planner tried and found no room) when the controller stops.
+      expect((await admin(first, `/nodes/${otherId}/cordon`, 'POST')).status).toBe(200);
+      const drained = await admin(first, `/nodes/${holderId}/drain`, 'POST');
+      expect(drained.body.node).toMatchObject({ id: holderId, cordoned: true, draining: true });
+      await waitFor(() => first.plane.reconciler.unplaceable.get('llama'), { deadlineMs: 10_000, message: 'no room for the drained replica' });
+      expect(holder.running()).toEqual([replica.id]);
+      await first.close();
+
+      const second = await startController(env);
+      cleanups.push(() => second.close());
+      await waitFor(() => second.plane.phase === 'active', { deadlineMs: 15_000, message: 'adoption settled' });
+      const { body } = await admin(second, '/nodes');
+      expect(body.nodes).toEqual([
+        expect.objectContaining({ id: 'node-1', cordoned: true, draining: holderId === 'node-1' }),
+        expect.objectContaining({ id: 'node-2', cordoned: true, draining: holderId === 'node-2' }),
+      ]);
+
+      // Room again: the restarted controller moves the replica off the draining node.
+      const uncordoned = await admin(second, `/nodes/${otherId}/uncordon`, 'POST');
+      expect(uncordoned.body.node).toMatchObject({ id: otherId, cordoned: false, draining: false });
+      await waitFor(
+        () => {
+          const all = [...second.plane.replicas.values()].map((r) => r.replica);
+          return all.length === 1 && all[0].state === 'ready' && all[0].members[0].nodeId === otherId && holder.running().length === 0;
+        },
+        { deadlineMs: 20_000, message: 'replica moved off the draining node' },
+      );
+      expect(other.running()).toHaveLength(1);
+      // Empty now, and still draining until an operator uncordons it.
+      const after = ((await admin(second, '/nodes')).body.nodes as { id: string; cordoned: boolean; draining: boolean }[]).find((n) => n.id === holderId);
+      expect(after).toMatchObject({ cordoned: true, draining: true });
+      const events = (await admin(second, `/events?node=${holderId}`)).body.events as { kind: string; replicaId?: string }[];
+      expect(events).toEqual(expect.arrayContaining([expect.objectContaining({ kind: 'evicted', replicaId: replica.id })]));
     },
     90_000,
   );

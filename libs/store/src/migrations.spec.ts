@@ -1,4 +1,5 @@
 import { testBackends, type TestDatabase } from '@llmgw/testing';
+import { DataSource, type DataSourceOptions } from 'typeorm';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createDataSource, migrate } from './data-source.factory';
 import { StoreDatabase } from './database.client';
@@ -39,11 +40,36 @@ describe.each(testBackends())('migrations on $name', (backend) => {
     const ds = createDataSource(db.url);
     await ds.initialize();
     try {
-      await ds.undoLastMigration();
+      for (let i = 0; i < names.length; i++) await ds.undoLastMigration();
       expect(await tables(new StoreDatabase(ds))).toEqual(['migrations']);
       expect(await migrate(ds)).toEqual(names);
     } finally {
       await ds.destroy();
+    }
+  });
+
+  it('bring a database written by the first schema up to date, keeping its rows: a cordoned node is not draining', async () => {
+    const [first, ...later] = MIGRATIONS;
+    const old = new DataSource({ ...createDataSource(db.url).options, migrations: [first] } as DataSourceOptions);
+    await old.initialize();
+    try {
+      await migrate(old);
+      const hardware = { gpus: [], cpuCores: 4, memoryBytes: 8, cache: { dir: '/c', totalBytes: 0, freeBytes: 0, entries: [] } };
+      await new StoreDatabase(old).query(
+        'INSERT INTO nodes (id, address, labels, fabric, hardware, cordoned, state, last_seen) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)',
+        ['cpu-1', '10.0.0.1', '{}', null, JSON.stringify(hardware), true, 'healthy', 1_767_225_600_000],
+      );
+    } finally {
+      await old.destroy();
+    }
+    const store = await openStore(db.url);
+    try {
+      expect(store.appliedMigrations).toEqual(later.map((M) => new M().name));
+      expect(await store.nodes.get('cpu-1')).toMatchObject({ id: 'cpu-1', cordoned: true, draining: false, lastSeen: 1_767_225_600_000 });
+      await store.nodes.setCordoned('cpu-1', true, true);
+      expect(await store.nodes.get('cpu-1')).toMatchObject({ cordoned: true, draining: true });
+    } finally {
+      await store.close();
     }
   });
 });

@@ -18,6 +18,7 @@ const node: NodeRecord = {
   cache: { dir: '/var/lib/llmgw/cache', totalBytes: 4_000_000_000_000, freeBytes: 3_000_000_000_000, entries: [{ name: 'w-1', sizeBytes: 42, modifiedAt: 1_767_225_600_000 }] },
   state: 'healthy',
   cordoned: false,
+  draining: false,
   lastSeen: 1_767_225_600_123,
 };
 
@@ -59,5 +60,34 @@ describe.each(testBackends())('nodes on $name', (backend) => {
     await expect(store.nodes.setState('nope', 'lost')).rejects.toMatchObject({ code: ErrorCode.NotFound });
     expect(await store.nodes.remove('gpu-01')).toBe(true);
     expect(await store.nodes.remove('gpu-01')).toBe(false);
+  });
+
+  it('keeps an operator drain when the agent registers again; a plain cordon or an uncordon ends it', async () => {
+    const flags = async () => {
+      const stored = await store.nodes.get('gpu-01');
+      return { cordoned: stored?.cordoned, draining: stored?.draining };
+    };
+    await store.nodes.upsert(node);
+    await store.nodes.upsert({ ...node, id: 'gpu-02' });
+    await store.nodes.setCordoned('gpu-01', true, true);
+    expect(await flags()).toEqual({ cordoned: true, draining: true });
+    // The agent reconnects and reports itself (cordoned: false is its stale view): the drain stays.
+    await store.nodes.upsert({ ...node, address: '10.0.0.12', lastSeen: node.lastSeen! + 5_000 });
+    await store.nodes.setState('gpu-01', 'healthy', node.lastSeen! + 9_000);
+    expect(await store.nodes.get('gpu-01')).toMatchObject({ cordoned: true, draining: true, address: '10.0.0.12', lastSeen: node.lastSeen! + 9_000 });
+    expect((await store.nodes.list()).map((n) => [n.id, n.draining])).toEqual([
+      ['gpu-01', true],
+      ['gpu-02', false],
+    ]);
+
+    await store.nodes.setCordoned('gpu-01', true);
+    expect(await flags()).toEqual({ cordoned: true, draining: false });
+    await store.nodes.setCordoned('gpu-01', true, true);
+    await store.nodes.setCordoned('gpu-01', false);
+    expect(await flags()).toEqual({ cordoned: false, draining: false });
+    // Never draining without a cordon.
+    await store.nodes.setCordoned('gpu-01', false, true);
+    expect(await flags()).toEqual({ cordoned: false, draining: false });
+    await expect(store.nodes.setCordoned('nope', true, true)).rejects.toMatchObject({ code: ErrorCode.NotFound });
   });
 });

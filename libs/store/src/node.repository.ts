@@ -11,7 +11,7 @@ interface Hardware {
   cache: NodeCache;
 }
 
-const COLUMNS = 'id, address, labels, fabric, hardware, cordoned, state, last_seen';
+const COLUMNS = 'id, address, labels, fabric, hardware, cordoned, draining, state, last_seen';
 
 const UPSERT_SQL = `INSERT INTO nodes (id, address, labels, fabric, hardware, cordoned, state, last_seen)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
@@ -33,7 +33,7 @@ export class TypeormNodeRepository implements NodeRepository {
     return rows.map(toNode);
   }
 
-  async upsert(node: NodeRecord): Promise<void> {
+  async upsert(node: Omit<NodeRecord, 'draining'>): Promise<void> {
     const hardware: Hardware = { gpus: [...node.gpus], cpuCores: node.cpuCores, memoryBytes: node.memoryBytes, cache: node.cache };
     await this.db.query(UPSERT_SQL, [
       node.id,
@@ -47,8 +47,8 @@ export class TypeormNodeRepository implements NodeRepository {
     ]);
   }
 
-  async setCordoned(id: string, cordoned: boolean): Promise<void> {
-    const { affected } = await this.db.query('UPDATE nodes SET cordoned = $2 WHERE id = $1', [id, cordoned]);
+  async setCordoned(id: string, cordoned: boolean, draining = false): Promise<void> {
+    const { affected } = await this.db.query('UPDATE nodes SET cordoned = $2, draining = $3 WHERE id = $1', [id, cordoned, cordoned && draining]);
     if (affected === 0) throw notFound(id);
   }
 
@@ -85,6 +85,7 @@ function toNode(row: Record<string, unknown>): NodeRecord {
     cache: hardware.cache,
     state: String(row.state) as NodeState,
     cordoned: bool(row.cordoned),
+    draining: bool(row.draining),
     ...(lastSeen === undefined ? {} : { lastSeen }),
   };
 }

@@ -9,6 +9,8 @@ import type { Fence } from '@llmgw/lease';
 export interface NodeRecord extends NodeInfo {
   /** Last heartbeat or registration; absent = never heard from. */
   readonly lastSeen?: number;
+  /** Operator asked to drain: cordoned, and its replicas are moved elsewhere. Never true without `cordoned`. */
+  readonly draining: boolean;
 }
 
 /** Nodes: written by the controller from agent registrations/heartbeats and operator commands. */
@@ -18,12 +20,17 @@ export interface NodeRepository {
   list(): Promise<NodeRecord[]>;
   /**
    * Inserts or replaces a node's reported facts (address, labels, fabric, hardware, state,
-   * lastSeen). `cordoned` is taken from `node` only when the node is new: an operator's cordon
-   * survives re-registration and is changed only by {@link setCordoned}.
+   * lastSeen). `cordoned` is taken from `node` only when the node is new, and a new node is not
+   * draining: an operator's cordon and drain survive re-registration and are changed only by
+   * {@link setCordoned}.
    */
-  upsert(node: NodeRecord): Promise<void>;
-  /** Throws DomainError `not_found` for an unknown node. */
-  setCordoned(id: string, cordoned: boolean): Promise<void>;
+  upsert(node: Omit<NodeRecord, 'draining'>): Promise<void>;
+  /**
+   * Sets both operator flags in one statement. `draining` (default false) holds only with
+   * `cordoned`: uncordoning ends a drain, and so does a plain cordon. Throws DomainError
+   * `not_found` for an unknown node.
+   */
+  setCordoned(id: string, cordoned: boolean, draining?: boolean): Promise<void>;
   /** Health transition, optionally with the time it was last seen. Throws `not_found` for an unknown node. */
   setState(id: string, state: NodeState, lastSeen?: number): Promise<void>;
   /** Returns whether a node was removed. */

@@ -62,6 +62,19 @@ describe('NodeRegistry', () => {
     expect(nodes.setCordoned('nope', true)).toBe(false);
   });
 
+  it('takes cordon and drain from the store, also over what it held before (a standby re-reading)', () => {
+    const nodes = new NodeRegistry();
+    nodes.loadFromStore([{ ...nodeRecord('n1'), cordoned: true, draining: true }, nodeRecord('n2')], 0);
+    expect(nodes.get('n1')).toMatchObject({ info: { cordoned: true }, draining: true });
+    expect(nodes.get('n1')?.info).not.toHaveProperty('draining');
+    expect(nodes.get('n2')).toMatchObject({ info: { cordoned: false }, draining: false });
+    nodes.register(registration('n1'), 10);
+    expect(nodes.get('n1')).toMatchObject({ info: { cordoned: true }, draining: true });
+    nodes.loadFromStore([nodeRecord('n1'), { ...nodeRecord('n2'), cordoned: true, draining: true }], 0);
+    expect(nodes.get('n1')).toMatchObject({ info: { cordoned: false }, draining: false });
+    expect(nodes.get('n2')?.draining).toBe(true);
+  });
+
   it('remembers changed nodes for the store until taken, and takes failed writes back', () => {
     const nodes = new NodeRegistry();
     nodes.register(registration('n1'), 0);
@@ -93,5 +106,6 @@ function nodeRecord(id: string) {
     cache: { dir: '/c', totalBytes: 0, freeBytes: 0, entries: [] },
     state: 'healthy' as const,
     cordoned: false,
+    draining: false,
   };
 }

@@ -54,6 +54,7 @@ export class NodeRegistry {
 
   /**
    * Replaces everything with the stored nodes (a new leader, or a standby's periodic read).
+   * Cordon and drain are the store's, so a drain goes on under whichever controller leads.
    * Nothing is connected; health is measured from `healthFloor` at the earliest, so nodes get
    * the full windows to reconnect.
    */
@@ -61,14 +62,13 @@ export class NodeRegistry {
     this.healthFloor = healthFloor;
     const next = new Map<string, NodeEntry>();
     for (const r of records) {
-      const { lastSeen, ...info } = r;
-      const previous = this.nodes.get(r.id);
+      const { lastSeen, draining, ...info } = r;
       next.set(r.id, {
         info,
         ...(info.cache.freeBytes > 0 || info.cache.totalBytes > 0 ? { cacheFreeBytes: info.cache.freeBytes, cacheTotalBytes: info.cache.totalBytes } : {}),
         ...(lastSeen !== undefined ? { lastSeen } : {}),
         connected: false,
-        draining: previous?.draining ?? false,
+        draining,
         reported: EMPTY_REPORTS,
       });
     }
@@ -216,7 +216,7 @@ export class NodeRegistry {
 
 /** The stored form of an entry. */
 export function nodeRecordOf(entry: NodeEntry): NodeRecord {
-  return { ...entry.info, ...(entry.lastSeen !== undefined ? { lastSeen: entry.lastSeen } : {}) };
+  return { ...entry.info, draining: entry.draining, ...(entry.lastSeen !== undefined ? { lastSeen: entry.lastSeen } : {}) };
 }
 
 function rank(state: NodeState): number {
