@@ -178,16 +178,26 @@ describe('store outage on a throw-away PostgreSQL', () => {
       await waitFor(() => elector.isLeader(), { deadlineMs: 5_000, message: 'leading' });
       await waitFor(() => lastSuccessT0 > 0 && Date.now() - lastSuccessT0 > RENEW, { deadlineMs: 5_000 });
 
-      await server.stop();
-      const downAt = Date.now();
-      const samples: { at: number; leader: boolean }[] = [];
-      const end = await waitFor(
-        () => {
-          samples.push({ at: Date.now(), leader: elector.isLeader() });
-          return ends[0];
-        },
-        { deadlineMs: TTL + 2_000, intervalMs: 5, message: 'leadership given up' },
-      );
+      // Sampled from before the stop begins: on a busy machine the stop itself may outlast the claim.
+      const samples: { before: number; after: number; leader: boolean }[] = [];
+      const sample = (): void => {
+        // isLeader() reads the clock between `before` and `after`: no sample straddles a tick unnoticed.
+        const before = Date.now();
+        const leader = elector.isLeader();
+        samples.push({ before, after: Date.now(), leader });
+      };
+      const sampler = setInterval(sample, 5);
+      sample();
+      let downAt: number;
+      let end: LeadershipEnd & { firedAt: number };
+      try {
+        await server.stop();
+        downAt = Date.now();
+        end = await waitFor(() => ends[0], { deadlineMs: TTL + 2_000, intervalMs: 5, message: 'leadership given up' });
+      } finally {
+        clearInterval(sampler);
+      }
+      sample();
       const keptUntil = lastSuccessT0 + TTL - SKEW;
       console.log(
         `[lease postgres outage] server down at +0 ms; claim kept until +${keptUntil - downAt} ms ` +
@@ -195,10 +205,12 @@ describe('store outage on a throw-away PostgreSQL', () => {
       );
       expect(lastSuccessT0).toBeLessThanOrEqual(downAt);
       expect(end).toMatchObject({ reason: 'expired', at: keptUntil, generation: 1 });
-      expect(end.firedAt - keptUntil).toBeLessThan(500);
-      expect(samples.filter((s) => s.at < keptUntil).every((s) => s.leader)).toBe(true);
-      expect(samples.filter((s) => s.at >= keptUntil).every((s) => !s.leader)).toBe(true);
-      expect(samples.some((s) => s.at < keptUntil)).toBe(true);
+      expect(end.firedAt).toBeGreaterThanOrEqual(keptUntil);
+      // Leading only while the clock was before keptUntil, and not leading only once it had reached it.
+      expect(samples.filter((s) => s.leader).every((s) => s.before < keptUntil)).toBe(true);
+      expect(samples.filter((s) => !s.leader).every((s) => s.after >= keptUntil)).toBe(true);
+      expect(samples.some((s) => s.leader)).toBe(true);
+      expect(samples.some((s) => !s.leader)).toBe(true);
       expect(errors.length).toBeGreaterThan(0);
       expect(errors.every((e) => e instanceof DomainError && e.code === ErrorCode.Unavailable)).toBe(true);
 
