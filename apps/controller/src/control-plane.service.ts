@@ -36,6 +36,8 @@ export interface ControlPlaneOptions {
 export type Phase = 'standby' | 'loading' | 'settling' | 'active';
 
 const systemClock: Clock = { now: () => Date.now() };
+/** The leader reads the usage every controller stored once this many ticks (5 s at the default 1 s tick). */
+const USAGE_READ_EVERY_TICKS = 5;
 
 /**
  * One controller process: node registry, replica registry, reconciler, publisher, usage
@@ -68,6 +70,7 @@ export class ControlPlane implements AgentStreamHandler {
   private ticking: Promise<void> | undefined;
   private passTimer: NodeJS.Timeout | undefined;
   private stopped = false;
+  private ticks = 0;
   private grpcPort: number | undefined;
 
   constructor(private readonly options: ControlPlaneOptions) {
@@ -410,6 +413,11 @@ export class ControlPlane implements AgentStreamHandler {
         await this.refreshStandby();
       }
       await this.catalog.poll();
+      // Routers watching a standby report their use to it, and it writes that to the store:
+      // the leader reads it back now and then, so idleness is judged on every router's reports.
+      if (leader && this.phaseValue === 'active' && ++this.ticks % USAGE_READ_EVERY_TICKS === 0) {
+        this.usage.merge(await this.options.store.replicas.listUsage());
+      }
     } catch (error) {
       this.log.warn({ err: error }, 'tick: store read failed');
     }

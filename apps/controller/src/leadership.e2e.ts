@@ -1,6 +1,9 @@
 // Two controllers on one store, on SQLite and on PostgreSQL: one leads, the other turns agents
 // away with NotLeader naming the leader; a model wanting 2 replicas ends with exactly 2, also
-// after the leader goes away and the standby takes over.
+// after the leader goes away and the standby takes over. Use reported to the standby reaches the
+// leader.
+import { credentials } from '@grpc/grpc-js';
+import { RouterServiceClient } from '@llmgw/proto';
 import { openStore } from '@llmgw/store';
 import { freePort, testBackends, waitFor } from '@llmgw/testing';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -77,6 +80,20 @@ describe.each(testBackends())('two controllers on one $name store', (backend) =>
       // The standby serves reads from the store: the same endpoints.
       await waitFor(() => standby.plane.publisher.current()?.endpoints.length === 2, { deadlineMs: 10_000, message: 'standby publishes the endpoints' });
       const before = agents.flatMap((x) => x.running()).sort();
+
+      // A router watching the standby reports its use there; the leader learns it through the store.
+      const usedAt = Date.now() - 1_000;
+      const router = new RouterServiceClient(standby.grpc, credentials.createInsecure());
+      cleanups.push(() => router.close());
+      await new Promise<void>((ok, fail) =>
+        router.reportUsage({ routerId: 'router-on-standby', lastUsedUnixMs: { [before[0]]: usedAt } }, (e) => (e ? fail(e) : ok())),
+      );
+      expect(leader.plane.replicas.get(before[0])?.replica.lastUsedAt).toBeUndefined();
+      await waitFor(() => leader.plane.replicas.get(before[0])?.replica.lastUsedAt === usedAt, {
+        deadlineMs: 15_000,
+        message: "the leader knowing the use reported to the standby",
+      });
+      expect(leader.plane.replicas.get(before[1])?.replica.lastUsedAt).toBeUndefined();
 
       // The leader goes away; the standby takes the lease, the agents follow, nothing churns.
       await leader.close();

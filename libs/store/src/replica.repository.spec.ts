@@ -61,6 +61,14 @@ describe.each(testBackends())('replicas on $name', (backend) => {
     expect((await store.replicas.get('r-1'))?.lastUsedAt).toBe(6_000);
   });
 
+  it('lists recorded usage, leaving out replicas nobody reported', async () => {
+    await store.replicas.place(base, NO_FENCE);
+    await store.replicas.place({ ...base, id: 'r-2' }, NO_FENCE);
+    expect(await store.replicas.listUsage()).toEqual(new Map());
+    await store.replicas.recordUsage(new Map([['r-2', 1_700_000_000_123]]));
+    expect(await store.replicas.listUsage()).toEqual(new Map([['r-2', 1_700_000_000_123]]));
+  });
+
   it('fenced writes need the current lease generation; a refused write changes nothing', async () => {
     const now = clock.now();
     const claim = await store.leases.claim('controller', 'leader-a', now, 10_000);

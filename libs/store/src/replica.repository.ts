@@ -95,6 +95,13 @@ export class TypeormReplicaRepository implements ReplicaRepository {
       return moved;
     });
   }
+
+  async listUsage(): Promise<Map<string, number>> {
+    const { rows } = await this.db.query('SELECT id, last_used_at FROM replicas WHERE last_used_at IS NOT NULL');
+    const usage = new Map<string, number>();
+    for (const row of rows) usage.set(String(row.id), int(row.last_used_at, 'replicas.last_used_at'));
+    return usage;
+  }
 }
 
 function toReplica(row: Record<string, unknown>): Replica {

@@ -66,6 +66,8 @@ export interface ReplicaRepository {
    * never moves it back. Unknown ids are ignored. Returns how many replicas moved forward.
    */
   recordUsage(usage: ReadonlyMap<string, number>): Promise<number>;
+  /** Every recorded last-used time (replica id → ms); replicas never reported are absent. */
+  listUsage(): Promise<Map<string, number>>;
 }
 
 /** One stored catalog document. `document` is the JSON the catalog API accepted. */

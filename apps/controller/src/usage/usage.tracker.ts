@@ -18,12 +18,25 @@ export class UsageTracker implements UsageReceiver {
       if (!Number.isFinite(at) || at <= 0) continue;
       const queued = this.pending.get(id);
       if (queued === undefined || queued < at) this.pending.set(id, at);
-      this.replicas.update(id, (entry) => {
-        const known = entry.replica.lastUsedAt;
-        if (known !== undefined && known >= at) return entry;
-        return { ...entry, replica: { ...entry.replica, lastUsedAt: at } };
-      });
+      this.advance(id, at);
     }
+  }
+
+  /**
+   * Last-used times read back from the store, where every controller writes what its routers
+   * report: how the leader learns of use reported to a standby. Newest wins; nothing is queued
+   * for writing again.
+   */
+  merge(stored: ReadonlyMap<string, number>): void {
+    for (const [id, at] of stored) this.advance(id, at);
+  }
+
+  private advance(id: string, at: number): void {
+    this.replicas.update(id, (entry) => {
+      const known = entry.replica.lastUsedAt;
+      if (known !== undefined && known >= at) return entry;
+      return { ...entry, replica: { ...entry.replica, lastUsedAt: at } };
+    });
   }
 
   /** Reports not yet written to the store (and forgets them). */
