@@ -315,6 +315,12 @@ function histogram(text: string, name: string, label?: string): { buckets: [numb
 }
 
 /** Mean and the bucket bound holding the 99th percentile of what was observed between two readings. */
+/** The value of an unlabelled sample `name` in Prometheus text, or NaN. */
+function sampleValue(text: string, name: string): number {
+  const m = new RegExp(`^${name} ([0-9.e+-]+)$`, 'm').exec(text);
+  return m ? Number(m[1]) : Number.NaN;
+}
+
 function histogramDelta(a: ReturnType<typeof histogram>, b: ReturnType<typeof histogram>): { count: number; meanMs: number; p99BoundMs: number } {
   const count = b.count - a.count;
   const meanMs = ((b.sum - a.sum) / count) * 1000;
@@ -600,7 +606,7 @@ async function main(): Promise<void> {
     `- Fan-out: ${ROUTERS} routers on their own connections; a replica on node-0000 reported starting, then ready, ${FLIPS} times; latency is from the agent's report to each router's receipt of the new revision (same machine, same clock), so it includes folding the report, rebuilding the snapshot (${converged.replicas.byState.ready} endpoints, ${MODELS} models), encoding and compressing it once and writing it to every stream. The routers ask for compressed snapshots, as \`llmgw-router\` does, and read the revision without inflating; what a real router then pays to inflate and decode is measured separately on the last message, in this process.`,
     `- Where fan-out time goes: in the controller, rebuilding the snapshot and handing it (${fmtBytes(last.length)} compressed, ${fmtBytes(received.plainBytes)} uncompressed) to the ${ROUTERS} streams took ${fmt(publish.meanMs)} ms on average; the rest is HTTP/2 transmission of ${fmtBytes(last.length * ROUTERS)} per change (${fmtBytes(received.plainBytes * ROUTERS)} uncompressed) and the routers' receipt, with all ${ROUTERS} routers in one process and the fleet's heartbeats still arriving, on two cores shared by three busy processes. Routers on their own machines receive in parallel.`,
     `- Garbage collection in the controller during the steady window: ${gcSteady.count} major collections, ${fmt(gcSteady.ms)} ms in all.`,
-    `- RSS of the controller process (Node with the TypeScript loader): ${fmt(rssIdle.rss / MB)} MB before the fleet, ${fmt(rssSteady.rss / MB)} MB at steady state, peak ${fmt(rssEnd.peak / MB)} MB.`,
+    `- RSS of the controller process (Node with the TypeScript loader): ${fmt(rssIdle.rss / MB)} MB before the fleet, ${fmt(rssSteady.rss / MB)} MB at steady state, peak ${fmt(rssEnd.peak / MB)} MB. At steady state its JavaScript heap held ${fmt(sampleValue(steadyEndMetrics, 'nodejs_heap_size_used_bytes') / MB)} MB in use of ${fmt(sampleValue(steadyEndMetrics, 'nodejs_heap_size_total_bytes') / MB)} MB reserved, plus ${fmt(sampleValue(steadyEndMetrics, 'nodejs_external_memory_bytes') / MB)} MB of buffers outside it; the rest of the RSS is code, the loader's native SWC binding and gRPC's HTTP/2 sessions.`,
     `- Load average (1 min) ${load0.toFixed(1)} at start, ${load1.toFixed(1)} at end: wall-clock figures include waiting for a core.`,
     '',
     '| measure | samples | median | p99 | max | target | ratio to target |',
