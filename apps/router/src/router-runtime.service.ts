@@ -56,7 +56,8 @@ export class RouterRuntimeService implements OnApplicationBootstrap, BeforeAppli
     this.frontend = new FastHttpFrontend(server, proxy, {
       maxBodyBytes: this.config.proxy.maxBodyBytes,
       keepAliveTimeoutMs: server.keepAliveTimeout,
-      requestTimeoutMs: server.headersTimeout,
+      headersTimeoutMs: server.headersTimeout,
+      requestTimeoutMs: server.requestTimeout > 0 ? server.requestTimeout : Number.POSITIVE_INFINITY,
       now: () => Date.now(),
       onHandover: () => this.core.metrics.httpHandovers.inc(),
     });

@@ -42,7 +42,7 @@ async function rig(handler: (req: FastRequest, res: FastResponse) => void = echo
       seen.push({ method: req.method, url: req.url, body: req.body.toString('utf8'), headers: { ...req.headers } });
       handler(req, res);
     },
-    { maxBodyBytes: 1024, keepAliveTimeoutMs: 60_000, requestTimeoutMs: 60_000, now: () => Date.now(), onHandover: (r) => handovers.push(r), ...options },
+    { maxBodyBytes: 1024, keepAliveTimeoutMs: 60_000, headersTimeoutMs: 60_000, requestTimeoutMs: 60_000, now: () => Date.now(), onHandover: (r) => handovers.push(r), ...options },
   );
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const r: Rig = {
@@ -254,7 +254,7 @@ describe('FastHttpFrontend', () => {
   });
 
   it('closes an idle keep-alive connection after the keep-alive timeout, and answers 408 to a request that never completes', async () => {
-    const r = await rig(echo, { keepAliveTimeoutMs: 100, requestTimeoutMs: 100 });
+    const r = await rig(echo, { keepAliveTimeoutMs: 100, headersTimeoutMs: 100, requestTimeoutMs: 100 });
     const idle = new RawClient(r.port);
     idle.send(post('/v1/completions', 'x'));
     await idle.until((t) => t.endsWith('x'));
@@ -265,6 +265,45 @@ describe('FastHttpFrontend', () => {
     expect(await slow.until((t) => t.includes('\r\n\r\n'))).toMatch(/^HTTP\/1\.1 408 Request Timeout\r\n/);
     await slow.closed();
     expect(r.seen.map((s) => s.body)).toEqual(['x']);
+  });
+
+  it('reads no further request while a client leaves its answers unread, and goes on once it reads', async () => {
+    const answer = Buffer.alloc(128 * 1024, 'a');
+    const r = await rig((_req, res) => {
+      res.writeHead(200, { 'content-length': answer.length });
+      res.end(answer);
+    });
+    const socket = connect(r.port, '127.0.0.1');
+    socket.on('error', () => undefined);
+    const requests = 300;
+    socket.write('GET /v1/models HTTP/1.1\r\nHost: x\r\n\r\n'.repeat(requests));
+    socket.pause();
+    await new Promise((done) => setTimeout(done, 500));
+    // Answered synchronously, yet only as many as the socket buffers hold.
+    expect(r.seen.length).toBeGreaterThan(0);
+    expect(r.seen.length).toBeLessThan(requests / 2);
+    let received = 0;
+    socket.on('data', (d: Buffer) => (received += d.length));
+    socket.resume();
+    const deadline = Date.now() + 20_000;
+    while (r.seen.length < requests && Date.now() < deadline) await new Promise((done) => setTimeout(done, 20));
+    expect(r.seen.length).toBe(requests);
+    while (received < requests * answer.length && Date.now() < deadline) await new Promise((done) => setTimeout(done, 20));
+    expect(received).toBeGreaterThan(requests * answer.length);
+    socket.destroy();
+  });
+
+  it('closes a connection it ends even when the client never closes its side', async () => {
+    const r = await rig();
+    const socket = connect({ port: r.port, host: '127.0.0.1', allowHalfOpen: true });
+    socket.on('error', () => undefined);
+    socket.on('data', () => undefined);
+    socket.write(post('/v1/completions', 'x', 'Connection: close\r\n'));
+    const deadline = Date.now() + 5_000;
+    while (r.seen.length === 0 && Date.now() < deadline) await new Promise((done) => setTimeout(done, 5));
+    while (r.frontend.size > 0 && Date.now() < deadline) await new Promise((done) => setTimeout(done, 5));
+    expect(r.frontend.size).toBe(0);
+    socket.destroy();
   });
 
   it('on drain closes idle connections at once and lets a busy one finish with connection: close', async () => {

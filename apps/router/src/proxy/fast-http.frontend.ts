@@ -8,7 +8,9 @@ export interface FastFrontendOptions {
   readonly maxBodyBytes: number;
   /** An idle keep-alive connection is closed after this long. */
   readonly keepAliveTimeoutMs: number;
-  /** Longest a request may take to arrive in full, head and body; past it the client gets 408 and the connection closes. */
+  /** Longest a request head may take to arrive; past it the client gets 408 and the connection closes (Node's headersTimeout). */
+  readonly headersTimeoutMs: number;
+  /** Longest a whole request, head and body, may take to arrive; then 408 likewise (Node's requestTimeout). */
   readonly requestTimeoutMs: number;
   /** Milliseconds on any steady clock (timeouts only). */
   readonly now: () => number;
@@ -198,6 +200,8 @@ class FastConnection {
   private response: FastResponse | undefined;
   private dispatching = false;
   private paused = false;
+  /** Answers are waiting in the socket for a client that does not read: no new request is read until 'drain'. */
+  private backedUp = false;
 
   constructor(
     readonly frontend: FastHttpFrontend,
@@ -225,16 +229,15 @@ class FastConnection {
       this.since = this.frontend.options.now();
     }
     if (this.state === 'reading') this.parse();
-    else if (this.state === 'busy' && !this.paused && this.pending.length > MAX_HEAD_BYTES) {
+    else if (this.state === 'busy' && this.pending.length > MAX_HEAD_BYTES) {
       // A client pipelining ahead waits for its earlier answers before sending more.
-      this.paused = true;
-      this.socket.pause();
+      this.pause();
     }
   };
 
   private readonly onEnd = (): void => {
     // Like Node's server (httpAllowHalfOpen off): a client that stops sending is gone.
-    if (this.state === 'idle') this.socket.end();
+    if (this.state === 'idle') this.socket.destroySoon();
     else this.socket.destroy();
   };
 
@@ -249,6 +252,12 @@ class FastConnection {
   };
 
   private readonly onDrain = (): void => {
+    if (this.backedUp) {
+      this.backedUp = false;
+      this.resume();
+      this.parse();
+      return;
+    }
     this.response?.drained();
   };
 
@@ -260,7 +269,7 @@ class FastConnection {
   private parse(): void {
     for (;;) {
       const buf = this.pending;
-      if (this.state !== 'reading' || buf === undefined) return;
+      if (this.state !== 'reading' || buf === undefined || this.backedUp) return;
       if (this.head === undefined) {
         const end = buf.indexOf(CRLF_CRLF);
         if (end < 0 || end > MAX_HEAD_BYTES) {
@@ -365,16 +374,32 @@ class FastConnection {
       this.state = 'closing';
       this.since = this.frontend.options.now();
       this.pending = undefined;
-      this.socket.end();
+      // Closed once the answer is flushed, whether or not the client ever closes its side.
+      this.socket.destroySoon();
       return;
     }
     this.state = this.pending === undefined ? 'idle' : 'reading';
     this.since = this.frontend.options.now();
-    if (this.paused) {
-      this.paused = false;
-      this.socket.resume();
+    if (this.socket.writableNeedDrain) {
+      // The client is not reading its answers: read no more requests until it does.
+      this.backedUp = true;
+      this.pause();
+      return;
     }
+    this.resume();
     if (!this.dispatching) this.parse();
+  }
+
+  private pause(): void {
+    if (this.paused) return;
+    this.paused = true;
+    this.socket.pause();
+  }
+
+  private resume(): void {
+    if (!this.paused) return;
+    this.paused = false;
+    this.socket.resume();
   }
 
   /** Gives the connection, with what it has sent so far, to Node's HTTP server. */
@@ -394,13 +419,14 @@ class FastConnection {
 
   /** @internal Idle past the keep-alive timeout, or a request that takes too long to arrive. */
   expire(now: number): void {
-    const { keepAliveTimeoutMs, requestTimeoutMs } = this.frontend.options;
+    const { keepAliveTimeoutMs, headersTimeoutMs, requestTimeoutMs } = this.frontend.options;
     // 'closing': we ended our side; a client that never ends its side is dropped.
     if ((this.state === 'idle' || this.state === 'closing') && now - this.since >= keepAliveTimeoutMs) this.socket.destroy();
-    else if (this.state === 'reading' && now - this.since >= requestTimeoutMs) {
+    else if (this.state === 'reading' && now - this.since >= (this.head === undefined ? headersTimeoutMs : requestTimeoutMs)) {
       this.state = 'closing';
       this.since = now;
       this.socket.end('HTTP/1.1 408 Request Timeout\r\nconnection: close\r\ncontent-length: 0\r\n\r\n', 'latin1');
+      this.socket.destroySoon();
     }
   }
 
@@ -410,7 +436,7 @@ class FastConnection {
     if (this.state === 'idle') {
       this.state = 'closing';
       this.since = this.frontend.options.now();
-      this.socket.end();
+      this.socket.destroySoon();
     }
   }
 }
@@ -445,7 +471,7 @@ export class FastHttpFrontend {
     server.removeAllListeners('connection');
     server.on('connection', (socket: Socket) => this.connections.add(new FastConnection(this, socket)));
     // Timeouts are checked on a sweep (at most once a second), not with a timer per socket.
-    const every = Math.max(10, Math.min(1_000, options.keepAliveTimeoutMs / 2, options.requestTimeoutMs / 2));
+    const every = Math.max(10, Math.min(1_000, options.keepAliveTimeoutMs / 2, options.headersTimeoutMs / 2));
     this.sweep = setInterval(() => {
       const now = options.now();
       for (const c of this.connections) c.expire(now);
