@@ -105,6 +105,22 @@ describe('bytes through untouched', () => {
     expect(res.status).toBe(200);
     expect(seen).toEqual({ body, url: '/v1/chat/completions?api-version=1', auth: 'Bearer client-key' });
   });
+
+  it('drops a Content-Length the engine sent beside Transfer-Encoding: the chunked body frames the answer', async () => {
+    const u = await upstream({
+      respond: (_req, res) => {
+        // Both headers, as a sloppy engine might send them; RFC 9112 §6.3: Transfer-Encoding wins.
+        res.writeHead(200, { 'content-type': 'application/json', 'transfer-encoding': 'chunked', 'content-length': '999' });
+        res.write('{"id":');
+        res.end('"x"}');
+      },
+    });
+    const r = await router([{ id: 'a', url: u.url }]);
+    const res = await postJson(`${r.url}/v1/chat/completions`, JSON.stringify(chat()));
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-length')).toBeNull();
+    expect(res.text).toBe('{"id":"x"}');
+  });
 });
 
 describe('OpenAI-shaped refusals', () => {

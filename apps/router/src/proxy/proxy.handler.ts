@@ -402,9 +402,14 @@ export class ProxyHandler {
       const name = raw[i].toLowerCase();
       if (DROP_RESPONSE.has(name)) continue;
       if (name === 'content-type' && raw[i + 1].startsWith('text/event-stream')) ex.sse = true;
-      else if (name === 'content-length' && head.framing === 'length') {
-        ex.fixedLength = true;
-        ex.expectedBytes = Number(raw[i + 1]);
+      else if (name === 'content-length') {
+        // Only a length that frames the body is passed on: next to Transfer-Encoding it is void
+        // (RFC 9112 §6.3) and the body is sent on chunked.
+        if (head.framing !== 'length' && head.framing !== 'none') continue;
+        if (head.framing === 'length') {
+          ex.fixedLength = true;
+          ex.expectedBytes = Number(raw[i + 1]);
+        }
       }
       headers.push(raw[i], raw[i + 1]);
     }
