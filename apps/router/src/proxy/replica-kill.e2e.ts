@@ -63,7 +63,17 @@ describe('a replica killed under load', () => {
 
       // Kill the replica once it is streaming and has requests waiting inside it.
       const victim = replicas[0];
-      await waitFor(() => (router?.core.endpoints.get('r0')?.inFlight ?? 0) >= 3, { deadlineMs: 10_000, intervalMs: 5, message: 'r0 busy' });
+      // Busy for 300 ms on end: its two decoding slots have been streaming (20 tokens/s) for a while,
+      // so the kill cuts streams mid-way rather than only requests that had no byte yet.
+      let busySince: number | undefined;
+      await waitFor(
+        () => {
+          const busy = (router?.core.endpoints.get('r0')?.inFlight ?? 0) >= 3;
+          busySince = busy ? (busySince ?? performance.now()) : undefined;
+          return busySince !== undefined && performance.now() - busySince >= 300;
+        },
+        { deadlineMs: 15_000, intervalMs: 5, message: 'r0 busy for 300 ms' },
+      );
       await waitFor(() => outcomes.some((o) => o.chunks > 0 && o.endedAt === 0), { deadlineMs: 10_000, intervalMs: 5, message: 'streams running' });
       await victim.proc.kill9();
       killedAt = performance.now();
