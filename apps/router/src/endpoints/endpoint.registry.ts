@@ -86,15 +86,23 @@ export class EndpointRegistry {
   }
 
   /**
+   * What applying a snapshot at `revision` would give if it is stale (see `apply`); undefined
+   * when it would be applied. Lets a receiver skip a stale message before decoding it.
+   */
+  staleResult(revision: number, resync: boolean): ApplyResult | undefined {
+    if (resync || this.current === undefined || revision > this.current) return undefined;
+    return { applied: false, revision, added: [], kept: [], removed: [], skipped: [] };
+  }
+
+  /**
    * Applies a complete snapshot. Without `resync`, one whose revision is not newer than the
    * current one is ignored (a late or repeated message). With `resync` (the first message of a
    * new watch stream, or a static file) it is applied whatever its revision: a restarted
    * controller counts revisions from the start again, and what it lists now is the truth.
    */
   apply(snapshot: RoutingSnapshot, opts: { resync: boolean }): ApplyResult {
-    if (!opts.resync && this.current !== undefined && snapshot.revision <= this.current) {
-      return { applied: false, revision: snapshot.revision, added: [], kept: [], removed: [], skipped: [] };
-    }
+    const stale = this.staleResult(snapshot.revision, opts.resync);
+    if (stale !== undefined) return stale;
     const catalog = new CatalogView(snapshot.models);
     const added: string[] = [];
     const kept: string[] = [];

@@ -102,12 +102,12 @@ export class ControllerWatch {
       let wire: EndpointSnapshot;
       if (message.compressed !== undefined) {
         const { revision } = message.compressed;
-        // The registry's own staleness rule (EndpointRegistry.apply), decided before inflating.
-        const current = this.registry.revision;
-        if (!resync && current !== undefined && revision <= current) {
+        // The registry's staleness rule, decided before inflating.
+        const stale = this.registry.staleResult(revision, resync);
+        if (stale !== undefined) {
           this.accepted();
-          this.logger.debug({ revision, current }, 'stale endpoint snapshot ignored');
-          this.hooks.snapshot?.({ applied: false, revision, added: [], kept: [], removed: [], skipped: [] }, false);
+          this.logger.debug({ revision, current: this.registry.revision }, 'stale endpoint snapshot ignored');
+          this.hooks.snapshot?.(stale, false);
           return;
         }
         try {
