@@ -1,6 +1,7 @@
 import { STATUS_CODES, type Server } from 'node:http';
 import type { Socket } from 'node:net';
 import { parseRequestHead, type FastRequestHead } from './http1-request.parser';
+import { CR_LF_NUL, joinForWrite } from './http1.syntax';
 
 /** Front-end settings; sizes in bytes, times in milliseconds. */
 export interface FastFrontendOptions {
@@ -43,9 +44,6 @@ export type FastHandler = (req: FastRequest, res: FastResponse) => void;
 const MAX_HEAD_BYTES = 16 * 1024; // Node's default maxHeaderSize: longer heads go to Node, which answers 431.
 const CRLF_CRLF = Buffer.from('\r\n\r\n');
 const EMPTY = Buffer.alloc(0);
-/** Bodies up to this size are copied next to the head into one write; larger ones are written beside it. */
-const COPY_LIMIT = 16 * 1024;
-const BAD_VALUE = /[\r\n\0]/;
 
 let dateSecond = -1;
 let dateText = '';
@@ -87,7 +85,7 @@ export class FastResponse {
     let length = false;
     let date = false;
     const add = (name: string, value: string): void => {
-      if (BAD_VALUE.test(value)) throw new Error(`invalid character in response header ${name}`);
+      if (CR_LF_NUL.test(value)) throw new Error(`invalid character in response header ${name}`);
       switch (name.length === 4 || name.length === 10 || name.length === 14 || name.length === 17 ? name.toLowerCase() : '') {
         case 'content-length':
           length = true;
@@ -351,17 +349,11 @@ class FastConnection {
       }
       if (last) suffix += '0\r\n\r\n';
     }
-    if (body.length <= COPY_LIMIT) {
-      const out = Buffer.allocUnsafe(prefix.length + body.length + suffix.length);
-      out.write(prefix, 0, 'latin1');
-      body.copy(out, prefix.length);
-      out.write(suffix, prefix.length + body.length, 'latin1');
-      return socket.write(out, done);
-    }
+    const parts = joinForWrite(prefix, body, suffix);
+    if (parts.length === 1) return socket.write(parts[0], done);
     socket.cork();
-    if (prefix !== '') socket.write(prefix, 'latin1');
-    let ok = socket.write(body, suffix === '' ? done : undefined);
-    if (suffix !== '') ok = socket.write(suffix, 'latin1', done);
+    let ok = true;
+    for (let i = 0; i < parts.length; i++) ok = socket.write(parts[i], i === parts.length - 1 ? done : undefined);
     socket.uncork();
     return ok;
   }

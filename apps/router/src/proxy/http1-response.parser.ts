@@ -1,4 +1,4 @@
-import { isDigit, TOKEN } from './http1.syntax';
+import { CR_LF_NUL, isDigit, TOKEN } from './http1.syntax';
 
 /** How the body of a response is delimited (RFC 9112 §6.3). */
 export type BodyFraming = 'none' | 'length' | 'chunked' | 'close';
@@ -205,7 +205,7 @@ export class Http1ResponseParser {
       }
       const name = text.slice(at, colon);
       const value = text.slice(colon + 1, end).trim();
-      if (/[\r\n\0]/.test(value)) throw new ResponseParseError(`invalid character in header ${name}`);
+      if (CR_LF_NUL.test(value)) throw new ResponseParseError(`invalid character in header ${name}`);
       at = end + 2;
       rawHeaders.push(name, value);
       // Only three names matter for framing; compare lower-cased only when the length could match.

@@ -12,6 +12,7 @@ import type { RouterMetrics } from '../metrics/router.metrics';
 import type { ApiRequest, ApiResponse } from './api-exchange';
 import type { EngineCall, EnginePool, EngineRequestError, EngineResponseHandler } from './engine-connection.pool';
 import { FastRequest, FastResponse } from './fast-http.frontend';
+import { joinForWrite } from './http1.syntax';
 import type { ResponseHead } from './http1-response.parser';
 
 /** Proxy settings; sizes in bytes, times in milliseconds. */
@@ -141,18 +142,6 @@ function endsWithBlankLine(chunk: Buffer): boolean {
   const n = chunk.length;
   if (n < 2 || chunk[n - 1] !== 0x0a) return false;
   return chunk[n - 2] === 0x0a || (n >= 4 && chunk[n - 2] === 0x0d && chunk[n - 3] === 0x0a);
-}
-
-/** Bodies up to this size go out in one buffer with the head (one write); larger ones beside it. */
-const JOIN_LIMIT = 16 * 1024;
-
-/** The request to an engine as buffers to write: head (latin1) and body. */
-function requestBytes(head: string, body: Buffer): Buffer[] {
-  if (body.length > JOIN_LIMIT) return [Buffer.from(head, 'latin1'), body];
-  const out = Buffer.allocUnsafe(head.length + body.length);
-  out.write(head, 0, 'latin1');
-  body.copy(out, head.length);
-  return [out];
 }
 
 /** Ends a started response with `last` and then closes the client connection. */
@@ -361,7 +350,7 @@ export class ProxyHandler {
     const head = `POST ${t.basePath}${ex.req.url ?? '/'} HTTP/1.1\r\nhost: ${t.host}\r\n${ex.headerBlock}`;
     const attempt = new Attempt(this, ex, state);
     ex.current = attempt;
-    attempt.call = this.pool.request(t, requestBytes(head, ex.body), attempt, { firstByteMs: this.options.firstByteTimeoutMs, idleMs: this.options.idleTimeoutMs });
+    attempt.call = this.pool.request(t, joinForWrite(head, ex.body), attempt, { firstByteMs: this.options.firstByteTimeoutMs, idleMs: this.options.idleTimeoutMs });
   }
 
   /** The client's header lines as received (the parser has validated them), minus hop-by-hop ones and the router's key. */
