@@ -1,4 +1,4 @@
-import { mkdirSync } from 'node:fs';
+import { chmodSync, closeSync, existsSync, mkdirSync, openSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { DataSource, MigrationExecutor } from 'typeorm';
 import { parseDatabaseUrl, type DatabaseLocation } from './database-url.parser';
@@ -43,9 +43,20 @@ export function createDataSource(url: string | DatabaseLocation, options: StoreC
   });
 }
 
-/** Creates the folder of a SQLite file if missing, so `sqlite:<path>` needs nothing prepared. */
+/**
+ * Makes a SQLite location ready and private: creates its folder (0700) when missing, and the
+ * database file with mode 0600 before SQLite opens it, so its `-wal` and `-shm` files, which
+ * SQLite creates with the database's own mode, are 0600 too. An existing database, WAL or SHM
+ * file readable by group or others is narrowed to 0600: the store holds catalog env values and
+ * events. An existing folder is left as it is (it may be shared on purpose).
+ */
 export function prepareLocation(location: DatabaseLocation): void {
-  if (location.kind === 'sqlite' && location.path !== ':memory:') mkdirSync(dirname(location.path), { recursive: true });
+  if (location.kind !== 'sqlite' || location.path === ':memory:') return;
+  mkdirSync(dirname(location.path), { recursive: true, mode: 0o700 });
+  if (!existsSync(location.path)) closeSync(openSync(location.path, 'a', 0o600));
+  for (const file of [location.path, `${location.path}-wal`, `${location.path}-shm`]) {
+    if (existsSync(file) && (statSync(file).mode & 0o077) !== 0) chmodSync(file, 0o600);
+  }
 }
 
 /**

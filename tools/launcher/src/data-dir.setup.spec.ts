@@ -2,11 +2,22 @@ import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writ
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { ensureAdminToken, ensureTinyModel, findOnPath } from './data-dir.setup';
+import { ensureAdminToken, ensurePrivateDataDir, ensureTinyModel, findOnPath } from './data-dir.setup';
 
 const REPO = resolve(__dirname, '..', '..', '..');
 const dir = mkdtempSync(join(tmpdir(), 'llmgw-datadir-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+describe('ensurePrivateDataDir', () => {
+  it('creates the directory 0700, and narrows one an older version left 0755', () => {
+    const data = join(dir, 'fresh', '.llmgw');
+    expect(ensurePrivateDataDir(data)).toEqual({ narrowed: false });
+    expect(statSync(data).mode & 0o777).toBe(0o700);
+    chmodSync(data, 0o755);
+    expect(ensurePrivateDataDir(data)).toEqual({ narrowed: true });
+    expect(statSync(data).mode & 0o777).toBe(0o700);
+  });
+});
 
 describe('ensureTinyModel', () => {
   it('generates the GGUF once, then leaves the file alone', () => {

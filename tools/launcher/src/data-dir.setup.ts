@@ -1,8 +1,20 @@
 // Files the launcher owns in the data directory: the tiny model and the catalog API's admin token.
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { accessSync, constants, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { accessSync, chmodSync, constants, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { delimiter, dirname, isAbsolute, join } from 'node:path';
+
+/**
+ * Creates the data directory with mode 0700, or narrows an existing one to 0700: it holds the
+ * store (catalog env values, events), the tokens and the agent's node secret. Returns whether
+ * the mode of an existing directory was changed, so the launcher can say so.
+ */
+export function ensurePrivateDataDir(dir: string): { narrowed: boolean } {
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  if ((statSync(dir).mode & 0o077) === 0) return { narrowed: false };
+  chmodSync(dir, 0o700);
+  return { narrowed: true };
+}
 
 /** Where the generated model lives inside the data directory. */
 export const TINY_MODEL_RELATIVE = join('models', 'llmgw-tiny.gguf');
