@@ -2,12 +2,12 @@
 // the curl line it prints, run that line in a shell, then Ctrl-C (SIGINT to its process group,
 // as a terminal sends it) and check it exits 0 with no process left behind.
 import { execFile } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { freePort, repoRoot, runTsEntry, spawnProcess } from '@llmgw/testing';
+import { freePort, repoRoot, runTsEntry, spawnProcess, waitFor } from '@llmgw/testing';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ProcessTreeTracker } from '../../launcher/src/process-tree';
 import { baseEnv, cmdline } from './cluster.harness';
@@ -54,6 +54,27 @@ describe('npm start (tools/launcher)', () => {
         expect(body.object).toBe('chat.completion');
         expect(typeof body.choices[0].message.content).toBe('string');
         expect(body.usage.completion_tokens).toBeGreaterThan(0);
+
+        // What the store and the tokens sit in is the owner's alone.
+        const mode = (path: string): string => (statSync(path).mode & 0o777).toString(8);
+        expect(mode(dataDir)).toBe('700');
+        for (const f of ['llmgw.db', 'llmgw.db-wal', 'llmgw.db-shm', 'admin-token']) expect([f, mode(join(dataDir, f))]).toEqual([f, '600']);
+
+        // One app dying does not stop the cluster: the launcher says so, starts it again, and the
+        // same curl works once more.
+        const [, routerPid] = /^\[llmgw\]\s+router started \(pid (\d+);/m.exec(launcher.stdout) ?? [];
+        expect(routerPid, 'the launcher names each app pid').toBeDefined();
+        process.kill(Number(routerPid), 'SIGKILL');
+        await launcher.waitForStdout(/router exited unexpectedly \(signal SIGKILL\); restarting it in 1 s/, 30_000);
+        await launcher.waitForStdout(new RegExp(`router started \\(pid (?!${routerPid}\\b)\\d+`), 30_000);
+        await waitFor(
+          async () => {
+            const again = await run('bash', ['-c', curl], { timeout: 30_000 }).catch(() => undefined);
+            return again !== undefined && (JSON.parse(again.stdout) as { object?: string }).object === 'chat.completion';
+          },
+          { deadlineMs: 60_000, intervalMs: 500, message: 'the restarted router serves the curl example' },
+        );
+        tracker.refresh();
 
         // Ctrl-C under `npm start`: the terminal signals the whole group, and npm forwards it to
         // the launcher once more. Both arrive together; that is one Ctrl-C, a clean stop.

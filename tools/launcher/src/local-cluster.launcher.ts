@@ -1,12 +1,13 @@
 import { join, relative } from 'node:path';
 import { AppProcess, type AppExit } from './app.process';
-import { ensureAdminToken, ensureTinyModel, findOnPath, TINY_MODEL_RELATIVE } from './data-dir.setup';
+import { ensureAdminToken, ensurePrivateDataDir, ensureTinyModel, findOnPath, TINY_MODEL_RELATIVE } from './data-dir.setup';
 import { PORT_VARIABLES, REPO_ROOT, type LauncherConfig } from './launcher.config';
 import { writeLocalCatalog } from './local-catalog.writer';
 import { APP_LABELS, clientHost, curlExample, LOCAL_APPS, planLocalCluster, type LocalApp, type ResolvedPorts } from './local-cluster.plan';
 import { formatLogLine, formatOwnLine, type LogFormatOptions } from './log-line.formatter';
 import { checkPorts, pickFreePort } from './port.checker';
 import { describeProcess, ProcessTreeTracker } from './process-tree';
+import { decideRestart, DEFAULT_RESTART_POLICY } from './restart.policy';
 import { probeServing } from './serving.probe';
 
 /** Where output goes and what the launcher may read; the real process in main.ts, fakes nowhere (tests run the real thing). */
@@ -37,8 +38,9 @@ const PROGRESS_EVERY_MS = 10_000;
 /**
  * Runs the local cluster: prepares the data directory (tiny model, catalog, admin token), checks
  * the ports, starts controller, catalog API, router and agent as separate processes with one
- * prefixed log stream, waits until a completion works and prints how to call it, and on
- * SIGINT/SIGTERM stops everything — engines included — before resolving with the exit code
+ * prefixed log stream, waits until a completion works and prints how to call it, restarts an app
+ * that dies (with backoff; repeated fast failures stop everything), and on SIGINT/SIGTERM stops
+ * everything — engines included — before resolving with the exit code
  * (0: every app stopped cleanly after a stop request).
  */
 export class LocalClusterLauncher {
@@ -52,6 +54,10 @@ export class LocalClusterLauncher {
   /** Set when an app ended on its own: the run ends with status 1 whatever the app's exit code. */
   #unexpectedExit = false;
   #onStopped: ((code: number) => void) | undefined;
+  /** When each app ended without being asked to (performance.now()), for the restart policy. */
+  readonly #exitsAt = new Map<LocalApp, number[]>();
+  /** Restarts waiting for their backoff; cleared when the cluster stops. */
+  readonly #restartTimers = new Set<NodeJS.Timeout>();
 
   constructor(
     private readonly config: LauncherConfig,
@@ -127,7 +133,8 @@ export class LocalClusterLauncher {
   private async prepare() {
     const { config } = this;
     const dataDir = config.dataDir;
-    this.say(`data directory ${dataDir}`);
+    const { narrowed } = ensurePrivateDataDir(dataDir);
+    this.say(`data directory ${dataDir}${narrowed ? ' (narrowed to mode 0700: it holds the store and the tokens)' : ''}`);
 
     // 1. Ports: a 0 becomes a free port now, so every app can be told where the others are.
     const ports = {} as Record<keyof ResolvedPorts, number>;
@@ -165,26 +172,49 @@ export class LocalClusterLauncher {
 
   private start(launches: ReturnType<typeof planLocalCluster>): void {
     this.say(`starting ${launches.map((l) => APP_LABELS[l.app]).join(', ')}`);
-    for (const [index, launch] of launches.entries()) {
-      const label = APP_LABELS[launch.app];
-      const fmt = { ...this.#fmt, colorIndex: index };
-      const env: Record<string, string> = {};
-      for (const [k, v] of Object.entries({ ...this.io.env, ...launch.env })) if (v !== undefined) env[k] = v;
-      const proc = new AppProcess({ name: label, command: launch.command, args: launch.args, env }, (_stream, line) => {
-        const shown = formatLogLine(label, line, fmt);
-        if (shown !== undefined) this.io.write(`${shown}\n`);
-      });
-      this.#apps.set(launch.app, proc);
-      if (proc.pid !== undefined) this.#tree.addRoot(proc.pid);
-      void proc.exited.then((exit) => {
-        if (this.#stopRequested) return;
-        this.#unexpectedExit = true;
-        this.say(`${label} exited unexpectedly (${describeExit(exit)}); stopping everything`);
-        void this.stop(`${label} exited`);
-      });
-    }
+    for (const [index, launch] of launches.entries()) this.spawn(launch, index);
     this.#tree.refresh();
     this.#treeTimer = setInterval(() => this.#tree.refresh(), TREE_REFRESH_MS);
+  }
+
+  /**
+   * Starts one app and watches it: an exit nobody asked for restarts it after the restart
+   * policy's backoff (engines keep running meanwhile; a restarted agent adopts them), and only
+   * repeated fast failures, or an app saying it cannot work with its settings, stop everything.
+   */
+  private spawn(launch: ReturnType<typeof planLocalCluster>[number], index: number): void {
+    const label = APP_LABELS[launch.app];
+    const fmt = { ...this.#fmt, colorIndex: index };
+    const env: Record<string, string> = {};
+    for (const [k, v] of Object.entries({ ...this.io.env, ...launch.env })) if (v !== undefined) env[k] = v;
+    const proc = new AppProcess({ name: label, command: launch.command, args: launch.args, env }, (_stream, line) => {
+      const shown = formatLogLine(label, line, fmt);
+      if (shown !== undefined) this.io.write(`${shown}\n`);
+    });
+    this.#apps.set(launch.app, proc);
+    if (proc.pid !== undefined) {
+      this.#tree.addRoot(proc.pid);
+      this.say(`${label} started (pid ${proc.pid}; \`kill ${proc.pid}\` restarts it)`);
+    }
+    void proc.exited.then((exit) => {
+      if (this.#stopRequested) return;
+      const now = performance.now();
+      const earlier = this.#exitsAt.get(launch.app) ?? [];
+      const decision = decideRestart(earlier, now, exit.code);
+      this.#exitsAt.set(launch.app, [...earlier, now]);
+      if (!decision.restart) {
+        this.#unexpectedExit = true;
+        this.say(`${label} exited unexpectedly (${describeExit(exit)}) and is not restarted: ${decision.reason}; stopping everything`);
+        void this.stop(`${label} exited`);
+        return;
+      }
+      this.say(`${label} exited unexpectedly (${describeExit(exit)}); restarting it in ${(decision.delayMs / 1000).toFixed(0)} s (exit ${decision.recentExits} within ${DEFAULT_RESTART_POLICY.windowMs / 1000} s)`);
+      const timer = setTimeout(() => {
+        this.#restartTimers.delete(timer);
+        if (!this.#stopRequested) this.spawn(launch, index);
+      }, decision.delayMs);
+      this.#restartTimers.add(timer);
+    });
   }
 
   private async waitUntilServing(baseUrl: string, model: string, started: number): Promise<'ready' | 'stopped' | string> {
@@ -214,6 +244,8 @@ export class LocalClusterLauncher {
     this.say(`${reason}: stopping ${apps.map(([a]) => APP_LABELS[a]).join(', ')}`);
     this.#tree.refresh();
     if (this.#treeTimer) clearInterval(this.#treeTimer);
+    for (const timer of this.#restartTimers) clearTimeout(timer);
+    this.#restartTimers.clear();
     const roots = new Set(apps.map(([, p]) => p.pid).filter((pid): pid is number => pid !== undefined));
     const alreadyExited = new Set(apps.filter(([, p]) => p.exit !== undefined).map(([a]) => a));
 
