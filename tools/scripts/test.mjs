@@ -1,8 +1,10 @@
 #!/usr/bin/env node
-// The one test command (README: `npm test`): lint, typecheck, proto checks, then every vitest
-// test. Prints what each step did and ends with `N passed, N failed[, N skipped]`, where the
-// three static checks count as one test each and the rest comes from vitest's JSON report.
-// Extra arguments are passed to vitest (e.g. `npm test -- libs/catalog`), which skips the checks.
+// The one test command (README: `npm test`): the machine's prerequisites (test-prereqs.sh installs
+// promtool, redis-server, PostgreSQL and systemd-analyze when missing), lint, typecheck, proto
+// checks, then every vitest test. Prints what each step did and ends with
+// `N passed, N failed[, N skipped]`, where the prerequisites and the three static checks count as
+// one test each and the rest comes from vitest's JSON report. Extra arguments are passed to vitest
+// (e.g. `npm test -- libs/catalog`), which skips the static checks but not the prerequisites.
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
@@ -30,6 +32,8 @@ function step(name, command, args) {
   process.stdout.write(`=== ${name}: ${ok ? 'ok' : `FAILED (exit ${r.status ?? r.signal})`}\n`);
   return ok;
 }
+
+step('prerequisites', 'bash', [join(root, 'tools/scripts/test-prereqs.sh')]);
 
 if (extra.length === 0) {
   // The Nx lint rule reads the cached project graph: build it before eslint runs.
