@@ -1,4 +1,5 @@
 import { Inject, Injectable, Module, type DynamicModule, type OnApplicationShutdown } from '@nestjs/common';
+import { APP_FILTER } from '@nestjs/core';
 import type { Clock } from '@llmgw/domain';
 import { ObservabilityModule, ReadinessService, type Logger } from '@llmgw/observability';
 import { openStore, redactDatabaseUrl, type Store } from '@llmgw/store';
@@ -79,7 +80,8 @@ export class ControllerModule {
         },
         ControlPlaneLifecycle,
         AdminGuard,
-        ProblemExceptionFilter,
+        // App-wide, so a malformed or oversized body and an unknown route or method are problem+json too.
+        { provide: APP_FILTER, useClass: ProblemExceptionFilter },
       ],
       exports: [CONTROLLER_CONFIG, CONTROL_PLANE],
     };

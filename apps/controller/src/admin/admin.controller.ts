@@ -1,10 +1,9 @@
-import { Body, Controller, Get, HttpCode, Inject, Param, Post, Query, UseFilters, UseGuards } from '@nestjs/common';
+import { Body, Controller, Get, HttpCode, Inject, Param, Post, Query, UseGuards } from '@nestjs/common';
 import { DomainError, ErrorCode, type Problem } from '@llmgw/domain';
 import type { StoredEvent } from '@llmgw/store';
 import { AdminGuard } from './admin.guard';
 import { AdminService } from './admin.service';
 import type { GcCollectView, GcPlanView, NodeView, ReplicaView, StatusView } from '@llmgw/domain';
-import { ProblemExceptionFilter } from './problem.exception-filter';
 
 /** Injection token of the {@link AdminService}. */
 export const ADMIN_SERVICE = Symbol('llmgw.controller.admin-service');
@@ -13,11 +12,11 @@ const CORDON_ACTIONS = ['cordon', 'uncordon', 'drain'] as const;
 
 /**
  * The admin API `llmgw` talks to (shapes in apps/controller/README.md). Bearer token (or
- * loopback only without one); every error is application/problem+json.
+ * loopback only without one); every error is application/problem+json (the app-wide
+ * ProblemExceptionFilter).
  */
 @Controller('v1/admin')
 @UseGuards(AdminGuard)
-@UseFilters(ProblemExceptionFilter)
 export class AdminController {
   constructor(@Inject(ADMIN_SERVICE) private readonly admin: AdminService) {}
 

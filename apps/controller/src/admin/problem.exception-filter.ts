@@ -41,6 +41,8 @@ const TITLES: Record<number, string> = {
   405: 'Method Not Allowed',
   409: 'Conflict',
   412: 'Precondition Failed',
+  413: 'Content Too Large',
+  415: 'Unsupported Media Type',
   422: 'Unprocessable Content',
   429: 'Too Many Requests',
   500: 'Internal Server Error',
@@ -48,9 +50,13 @@ const TITLES: Record<number, string> = {
 };
 
 /**
- * Answers every error of the admin API as `application/problem+json`: domain errors with their
- * code's status and every problem; Nest's HTTP errors with their status; anything else as a 500
- * that names an error id and logs the cause, never a stack trace.
+ * Answers every error of the controller's HTTP side as `application/problem+json`: domain errors
+ * with their code's status and every problem; Nest's HTTP errors (an unknown route or method is
+ * its 404) with their status, and the `problems` a thrown HttpException's response carries; the
+ * body parser's client errors (malformed JSON 400, body too large 413, unsupported charset 415)
+ * with their status; anything else as a 500 that names an error id and logs the cause, never a
+ * stack trace. Registered app-wide (APP_FILTER), so errors raised before any route is chosen
+ * come here too.
  */
 @Catch()
 @Injectable()
@@ -64,6 +70,10 @@ export class ProblemExceptionFilter implements ExceptionFilter {
   catch(error: unknown, host: ArgumentsHost): void {
     const res = host.switchToHttp().getResponse<ServerResponse>();
     const doc = this.toProblem(error);
+    if (res.headersSent) {
+      res.destroy();
+      return;
+    }
     res.statusCode = doc.status;
     res.setHeader('Content-Type', 'application/problem+json');
     if (doc.status === 401) res.setHeader('WWW-Authenticate', 'Bearer realm="llmgw-controller-admin"');
@@ -82,11 +92,13 @@ export class ProblemExceptionFilter implements ExceptionFilter {
         ...(error.problems.length > 0 ? { problems: [...error.problems] } : {}),
       };
     }
-    if (error instanceof HttpException) {
-      const status = error.getStatus();
-      const code = status === 404 ? ErrorCode.NotFound : status === 401 ? ErrorCode.Unauthenticated : status < 500 ? ErrorCode.InvalidArgument : ErrorCode.Internal;
-      return { type: `https://llmgw.dev/problems/${code}`, title: TITLES[status] ?? 'Error', status, detail: error.message, code };
+    if (error instanceof HttpException && error.getStatus() < 500) {
+      const response = error.getResponse();
+      const problems = typeof response === 'object' && response !== null && Array.isArray((response as { problems?: unknown }).problems) ? (response as { problems: Problem[] }).problems : [];
+      return httpProblem(error.getStatus(), error.message, problems);
     }
+    const parser = clientErrorStatus(error);
+    if (parser !== undefined) return httpProblem(parser, (error as Error).message);
     const errorId = randomUUID();
     this.logger.error({ err: error, errorId }, 'admin API: unexpected error');
     return {
@@ -98,4 +110,20 @@ export class ProblemExceptionFilter implements ExceptionFilter {
       errorId,
     };
   }
+}
+
+function httpProblem(status: number, detail: string, problems: readonly Problem[] = []): ProblemDocument {
+  const code = status === 404 ? ErrorCode.NotFound : status === 401 ? ErrorCode.Unauthenticated : status === 403 ? ErrorCode.PermissionDenied : ErrorCode.InvalidArgument;
+  return { type: `https://llmgw.dev/problems/${code}`, title: TITLES[status] ?? 'Error', status, detail, code, ...(problems.length > 0 ? { problems: [...problems] } : {}) };
+}
+
+/**
+ * The 4xx status of a client error raised by Express's body parser (an `http-errors` error:
+ * `expose` true, a numeric `status`), e.g. 413 for a body over the limit; undefined for
+ * anything else, which stays a 500.
+ */
+function clientErrorStatus(error: unknown): number | undefined {
+  if (!(error instanceof Error)) return undefined;
+  const { status, expose } = error as Error & { status?: unknown; expose?: unknown };
+  return expose === true && typeof status === 'number' && Number.isInteger(status) && status >= 400 && status < 500 ? status : undefined;
 }

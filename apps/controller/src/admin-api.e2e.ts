@@ -1,0 +1,77 @@
+// The admin API as a careless or hostile client meets it: every answer that is not a success is
+// application/problem+json (malformed and oversized bodies, unknown routes and methods included).
+import { cacheName } from '@llmgw/catalog';
+import { sqliteBackend, waitFor } from '@llmgw/testing';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { FakeAgent } from './test/agent.fake';
+import { catalogDoc, catalogFile, startController, type TestController } from './test/controller.harness';
+
+const ADMIN = 'admin-token-0123456789';
+const JOIN = 'join-token-0123456789';
+const OLD_A = cacheName('hf://org/retired-a@main') as string;
+const OLD_B = cacheName('hf://org/retired-b@main') as string;
+
+describe('admin API errors', () => {
+  let controller: TestController;
+  let cleanup: () => Promise<void>;
+  const agents: FakeAgent[] = [];
+
+  const admin = (path: string, init: RequestInit = {}) =>
+    fetch(`${controller.http}/v1/admin${path}`, { ...init, headers: { authorization: `Bearer ${ADMIN}`, ...(init.headers ?? {}) } });
+  const collect = (body: string, contentType: string | null = 'application/json') =>
+    admin('/gc/collect', { method: 'POST', body, headers: contentType === null ? {} : { 'content-type': contentType } });
+  const collectCommands = () => agents.flatMap((a) => a.commands('collectWeights'));
+  const gcEntries = async () => ((await (await admin('/gc')).json()) as { nodes: { nodeId: string }[] }).nodes.map((n) => n.nodeId);
+
+  /** Status, media type and parsed body of an answer that must be a problem document. */
+  const problem = async (res: Response | Promise<Response>) => {
+    const r = await res;
+    const text = await r.text();
+    expect(r.headers.get('content-type'), `${r.status} ${text}`).toBe('application/problem+json');
+    const doc = JSON.parse(text) as { type: string; title: string; status: number; detail: string; code: string; problems?: { path: string }[] };
+    expect(doc).toMatchObject({ type: expect.stringMatching(/^https:\/\/llmgw\.dev\/problems\//), title: expect.any(String), status: r.status, detail: expect.any(String), code: expect.any(String) });
+    return doc;
+  };
+
+  beforeAll(async () => {
+    const db = await sqliteBackend.create();
+    const file = catalogFile(catalogDoc([{ name: 'llama', replicas: 0 }]));
+    controller = await startController({
+      LLMGW_DATABASE_URL: db.url,
+      LLMGW_CONTROLLER_CATALOG_FILE: file.path,
+      LLMGW_CONTROLLER_ADMIN_TOKEN: ADMIN,
+      LLMGW_CONTROLLER_JOIN_TOKEN: JOIN,
+      LLMGW_CONTROLLER_SETTLE: '200ms',
+    });
+    for (const [nodeId, name] of [
+      ['node-a', OLD_A],
+      ['node-b', OLD_B],
+    ] as const) {
+      agents.push(new FakeAgent({ nodeId, controllers: [controller.grpc], token: JOIN, cacheEntries: [{ name, sizeBytes: 1_000, modifiedUnixMs: 1 }] }));
+    }
+    for (const a of agents) a.connect();
+    cleanup = async () => {
+      await Promise.all(agents.map((a) => a.stop()));
+      await controller.close();
+      await db.drop();
+      file.cleanup();
+    };
+    await waitFor(async () => controller.plane.phase === 'active' && (await gcEntries()).length === 2, { deadlineMs: 20_000, message: 'both nodes listed by gc' });
+  }, 60_000);
+
+  afterAll(() => cleanup?.());
+
+  it('answers malformed and oversized bodies, unknown routes and wrong methods as problem+json', async () => {
+    const malformed = await problem(collect('{"nodes": ['));
+    expect(malformed).toMatchObject({ status: 400, code: 'invalid_argument' });
+    const huge = await problem(collect(JSON.stringify({ nodes: ['x'.repeat(200_000)] })));
+    expect(huge).toMatchObject({ status: 413, code: 'invalid_argument' });
+    const charset = await problem(collect('{}', 'application/json; charset=latin-9'));
+    expect(charset).toMatchObject({ status: 415 });
+    expect(await problem(admin('/no-such-thing'))).toMatchObject({ status: 404, code: 'not_found' });
+    expect(await problem(fetch(`${controller.http}/nope`))).toMatchObject({ status: 404, code: 'not_found' });
+    expect(await problem(admin('/status', { method: 'DELETE' }))).toMatchObject({ status: 404, code: 'not_found' });
+    expect(await problem(admin('/gc/collect'))).toMatchObject({ status: 404, code: 'not_found' });
+    expect(collectCommands()).toEqual([]);
+  });
+});
