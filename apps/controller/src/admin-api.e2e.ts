@@ -1,5 +1,6 @@
 // The admin API as a careless or hostile client meets it: every answer that is not a success is
-// application/problem+json (malformed and oversized bodies, unknown routes and methods included).
+// application/problem+json (malformed and oversized bodies, unknown routes and methods included),
+// and `gc/collect` removes nothing unless the body says, as JSON, exactly where.
 import { cacheName } from '@llmgw/catalog';
 import { sqliteBackend, waitFor } from '@llmgw/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -11,7 +12,7 @@ const JOIN = 'join-token-0123456789';
 const OLD_A = cacheName('hf://org/retired-a@main') as string;
 const OLD_B = cacheName('hf://org/retired-b@main') as string;
 
-describe('admin API errors', () => {
+describe('admin API errors and gc collect scope', () => {
   let controller: TestController;
   let cleanup: () => Promise<void>;
   const agents: FakeAgent[] = [];
@@ -73,5 +74,47 @@ describe('admin API errors', () => {
     expect(await problem(admin('/status', { method: 'DELETE' }))).toMatchObject({ status: 404, code: 'not_found' });
     expect(await problem(admin('/gc/collect'))).toMatchObject({ status: 404, code: 'not_found' });
     expect(collectCommands()).toEqual([]);
+  });
+
+  it('refuses a collect whose body is not JSON (415) and one that names no scope (422 naming the field); nothing is collected', async () => {
+    // What a plain fetch() sends: text/plain, so the body is never read.
+    expect(await problem(collect('{"nodes": ["node-a"]}', 'text/plain;charset=UTF-8'))).toMatchObject({ status: 415 });
+    expect(await problem(collect('', null))).toMatchObject({ status: 415 });
+    for (const [body, path] of [
+      ['{}', 'nodes'],
+      ['{"nodes": []}', 'nodes'],
+      ['{"nodes": "node-a"}', 'nodes'],
+      ['{"nodes": ["node-a", 3]}', 'nodes[1]'],
+      ['{"all": false}', 'all'],
+      ['{"all": "yes"}', 'all'],
+      ['{"all": true, "nodes": ["node-a"]}', 'all'],
+      ['{"node": "node-a"}', 'node'],
+      ['[]', ''],
+    ] as const) {
+      const doc = await problem(collect(body));
+      expect(doc, body).toMatchObject({ status: 422, code: 'invalid_argument', problems: [{ path }] });
+    }
+    expect(collectCommands()).toEqual([]);
+    expect(await gcEntries()).toEqual(['node-a', 'node-b']);
+  });
+
+  it('an unknown node is a 404 and nothing is collected anywhere, even beside a known one', async () => {
+    const doc = await problem(collect('{"nodes": ["node-a", "no-such-node"]}'));
+    expect(doc).toMatchObject({ status: 404, code: 'not_found', problems: [{ path: 'nodes' }] });
+    expect(doc.detail).toContain("'no-such-node'");
+    expect(collectCommands()).toEqual([]);
+    expect(await gcEntries()).toEqual(['node-a', 'node-b']);
+  });
+
+  it('collects on the named nodes only, and on every node with "all": true', async () => {
+    const one = await admin('/gc/collect', { method: 'POST', body: '{"nodes": ["node-a"]}', headers: { 'content-type': 'application/json' } });
+    expect(one.status).toBe(200);
+    expect(await one.json()).toMatchObject({ nodes: [{ nodeId: 'node-a', asked: [OLD_A], results: [{ path: OLD_A, outcome: 'removed' }] }], removedBytes: 1_000 });
+    expect(agents[1].commands('collectWeights')).toEqual([]);
+    await waitFor(async () => (await gcEntries()).join() === 'node-b', { deadlineMs: 5_000, message: 'node-a collected' });
+
+    const all = await admin('/gc/collect', { method: 'POST', body: '{"all": true}', headers: { 'content-type': 'application/json; charset=utf-8' } });
+    expect(all.status).toBe(200);
+    expect(await all.json()).toMatchObject({ nodes: [{ nodeId: 'node-b', asked: [OLD_B], results: [{ path: OLD_B, outcome: 'removed' }] }] });
   });
 });

@@ -160,7 +160,7 @@ describe('metrics, admin API and tokens', () => {
       nodes: [{ nodeId: 'node-2', connected: true, entries: [{ name: OLD, sizeBytes: 5_000, modifiedAt: 1 }], totalBytes: 5_000 }],
       totalBytes: 5_000,
     });
-    const collect = await admin('/gc/collect', { method: 'POST', body: '{}' });
+    const collect = await admin('/gc/collect', { method: 'POST', body: '{"all": true}' });
     expect(collect.status).toBe(200);
     expect(await body(collect)).toEqual({
       catalogRevision: 1,
@@ -169,7 +169,7 @@ describe('metrics, admin API and tokens', () => {
     });
     await waitFor(async () => (await body(admin('/gc'))).nodes.length === 0, { deadlineMs: 5_000, message: 'nothing left to collect' });
     const bad = await admin('/gc/collect', { method: 'POST', body: '{"nodes": "node-2"}' });
-    expect(bad.status).toBe(400);
+    expect(bad.status).toBe(422);
   });
 
   it('cordon keeps new replicas off a node, drain moves its replicas away, uncordon ends both', async () => {

@@ -1,4 +1,4 @@
-import { Body, Controller, Get, HttpCode, Inject, Param, Post, Query, UseGuards } from '@nestjs/common';
+import { Body, Controller, Get, Headers, HttpCode, HttpException, HttpStatus, Inject, Param, Post, Query, UseGuards } from '@nestjs/common';
 import { DomainError, ErrorCode, type Problem } from '@llmgw/domain';
 import type { StoredEvent } from '@llmgw/store';
 import { AdminGuard } from './admin.guard';
@@ -64,8 +64,8 @@ export class AdminController {
 
   @Post('gc/collect')
   @HttpCode(200)
-  collect(@Body() body: unknown): Promise<GcCollectView> {
-    return this.admin.collect(nodesFilter(body));
+  collect(@Headers('content-type') contentType: string | undefined, @Body() body: unknown): Promise<GcCollectView> {
+    return this.admin.collect(collectTargets(contentType, body));
   }
 
   @Post('nodes/:id/:action')
@@ -94,12 +94,33 @@ function optionalInt(value: unknown, name: string, min: number, max: number, pro
   return n;
 }
 
-/** `{ "nodes": ["id", ...] }` narrows a collect to those nodes; an empty or absent body means every node. */
-function nodesFilter(body: unknown): string[] | undefined {
-  if (body === undefined || body === null || (typeof body === 'object' && Object.keys(body).length === 0)) return undefined;
-  const nodes = (body as { nodes?: unknown }).nodes;
-  if (typeof body !== 'object' || Array.isArray(body) || !Array.isArray(nodes) || !nodes.every((n) => typeof n === 'string')) {
-    throw new DomainError(ErrorCode.InvalidArgument, 'body: expected {"nodes": ["<node id>", ...]} or nothing', [{ path: 'nodes', message: 'expected a list of node ids' }]);
+/**
+ * What a collect may touch, from its body: `{"nodes": ["id", ...]}` (at least one) or
+ * `{"all": true}`, nothing else. A body that is not `application/json` is a 415 (the body parser
+ * leaves it unread, so it could not say which nodes were meant); a JSON body naming neither, or
+ * both, or anything else, is a 422 naming the field. Deleting files needs an explicit scope.
+ */
+function collectTargets(contentType: string | undefined, body: unknown): { nodes: string[] } | { all: true } {
+  const media = (contentType ?? '').split(';')[0].trim().toLowerCase();
+  if (media !== 'application/json') {
+    throw new HttpException(
+      `send the body as application/json (got ${contentType === undefined ? 'no Content-Type' : JSON.stringify(contentType)}): {"nodes": ["<node id>", ...]} or {"all": true}`,
+      HttpStatus.UNSUPPORTED_MEDIA_TYPE,
+    );
   }
-  return nodes as string[];
+  const refuse = (path: string, message: string): never => {
+    throw new HttpException({ message: `${path}: ${message}`, problems: [{ path, message }] }, HttpStatus.UNPROCESSABLE_ENTITY);
+  };
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) return refuse('', 'expected {"nodes": ["<node id>", ...]} or {"all": true}');
+  const fields = body as Record<string, unknown>;
+  const extra = Object.keys(fields).find((k) => k !== 'nodes' && k !== 'all');
+  if (extra !== undefined) return refuse(extra, 'unknown field (use "nodes" or "all")');
+  const { nodes, all } = fields;
+  if (nodes !== undefined && all !== undefined) return refuse('all', 'give "nodes" or "all", not both');
+  if (all !== undefined) return all === true ? { all: true } : refuse('all', `must be true to collect on every node (got ${JSON.stringify(all)})`);
+  if (nodes === undefined) return refuse('nodes', 'required: the node ids to collect on, or {"all": true} for every node');
+  if (!Array.isArray(nodes) || nodes.length === 0) return refuse('nodes', 'expected a non-empty list of node ids');
+  const bad = nodes.findIndex((n) => typeof n !== 'string' || n === '');
+  if (bad >= 0) return refuse(`nodes[${bad}]`, 'expected a node id');
+  return { nodes: [...new Set(nodes as string[])] };
 }

@@ -82,14 +82,23 @@ export class AdminService {
   }
 
   /**
-   * Asks every node with something to collect (or only `nodeIds`) to remove it, and waits for
-   * each agent's per-path answer until the command deadline. Agents re-check every path and
-   * decide for themselves; a refusal is reported, not retried.
+   * Asks the named nodes (or, with `all`, every node) that have something to collect to remove
+   * it, and waits for each agent's per-path answer until the command deadline. A node id the
+   * controller does not know is a NotFound before anything is sent to any node. Agents re-check
+   * every path and decide for themselves; a refusal is reported, not retried.
    */
-  async collect(nodeIds?: readonly string[]): Promise<GcCollectView> {
+  async collect(scope: { nodes: readonly string[] } | { all: true }): Promise<GcCollectView> {
     this.requireLeader();
+    const wanted = 'nodes' in scope ? new Set(scope.nodes) : undefined;
+    const unknown = [...(wanted ?? [])].filter((id) => !this.plane.nodes.get(id));
+    if (unknown.length > 0) {
+      throw new DomainError(
+        ErrorCode.NotFound,
+        `${unknown.length === 1 ? 'node' : 'nodes'} ${unknown.map((id) => `'${id}'`).join(', ')} ${unknown.length === 1 ? 'is' : 'are'} not known; nothing was collected`,
+        unknown.map((id) => ({ path: 'nodes', message: `node '${id}' is not known` })),
+      );
+    }
     const plan = this.gc();
-    const wanted = nodeIds ? new Set(nodeIds) : undefined;
     const targets = plan.nodes.filter((n) => !wanted || wanted.has(n.nodeId));
     const nodes = await Promise.all(
       targets.map(async (n): Promise<GcCollectNodeResult> => {

@@ -243,16 +243,27 @@ describe('gc', () => {
       cpu-1 (disconnected)  llmgw-00112233aabbccdd-tiny.gguf       491.0 MB  2026-09-17T11:00:00Z
 
       3 entries (18.4 GB) on 2 nodes that no model of catalog revision 12 wants.
-      Run \`llmgw gc --collect\` to ask the agents to remove them.
+      Run \`llmgw gc --collect --all\` (or \`--node ID\`, repeatable) to ask the agents to remove them.
       "
     `);
     expect(JSON.parse((await run('gc', '--json')).out)).toEqual(GC_PLAN);
   });
 
+  it('--collect wants --node or --all, and asks the controller for nothing without one', async () => {
+    const before = controller.requests.length;
+    for (const args of [['--collect'], ['--collect', '--all', '--node', 'cpu-1'], ['--all']]) {
+      const r = await run('gc', ...args);
+      expect(r.code, args.join(' ')).toBe(2);
+      expect(r.err).toMatch(/^llmgw: .*(--node|--all)/);
+    }
+    expect(controller.requests.length).toBe(before);
+  });
+
   it('--collect says what it asked for and shows each refusal as a refusal', async () => {
-    const r = await run('gc', '--collect');
+    const r = await run('gc', '--collect', '--all');
     expect(r.code).toBe(0);
-    expect(controller.requests.at(-1)).toMatchObject({ method: 'POST', url: '/v1/admin/gc/collect', body: '{}' });
+    expect(controller.requests.at(-1)).toMatchObject({ method: 'POST', url: '/v1/admin/gc/collect', body: '{"all":true}' });
+    expect(controller.requests.at(-1)?.headers['content-type']).toBe('application/json');
     expect(r.out).toMatchInlineSnapshot(`
       "asked to remove 3 entries (18.4 GB) on 2 nodes
         gpu-h-1: removed llmgw-0123456789abcdef-old-model.gguf
@@ -261,7 +272,7 @@ describe('gc', () => {
       removed 2 entries (4.9 GB), 1 refused by the node
       "
     `);
-    const json = JSON.parse((await run('gc', '--collect', '--json')).out);
+    const json = JSON.parse((await run('gc', '--collect', '--all', '--json')).out);
     expect(json.summary).toEqual({ askedEntries: 3, askedBytes: 18_359_439_584, nodes: 2, removed: 2, removedBytes: 4_859_439_584, refused: 1, notFound: 0, failed: 0, unanswered: 0 });
     await run('gc', '--collect', '--node', 'cpu-1', '--node', 'gpu-h-1');
     expect(JSON.parse(controller.requests.at(-1)?.body ?? '')).toEqual({ nodes: ['cpu-1', 'gpu-h-1'] });
@@ -270,7 +281,7 @@ describe('gc', () => {
   it('--collect exits 1 when a node did not answer', async () => {
     controller.route('POST /v1/admin/gc/collect', { body: { ...GC_COLLECT, nodes: [{ nodeId: 'cpu-1', asked: ['llmgw-00112233aabbccdd-tiny.gguf'], error: 'no agent stream' }], removedBytes: 0 } });
     try {
-      const r = await run('gc', '--collect');
+      const r = await run('gc', '--collect', '--all');
       expect(r.code).toBe(1);
       expect(r.out).toContain('cpu-1: no answer: no agent stream (1 entry left in place)');
     } finally {

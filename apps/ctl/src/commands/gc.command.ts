@@ -1,5 +1,5 @@
 import { formatGb } from '@llmgw/placement';
-import { EXIT_FAILURE, EXIT_OK } from '../cli-io';
+import { EXIT_FAILURE, EXIT_OK, UsageError } from '../cli-io';
 import type { GcCollectView, GcPlanView } from '../api/admin-api.types';
 import { printJson, serverCommand, type CommandDeps } from '../api/server.command';
 import { formatBytes, formatTime, plural, renderTable, type Style } from '../output/text.format';
@@ -19,7 +19,7 @@ export function renderGcPlan(plan: GcPlanView): string {
   return (
     renderTable(['NODE', 'CACHE ENTRY', 'SIZE', 'MODIFIED'], rows, [2]) +
     `\n${plural(count, 'entry', 'entries')} (${formatGb(plan.totalBytes)}) on ${plural(plan.nodes.length, 'node')} that no model of catalog revision ${plan.catalogRevision} wants.\n` +
-    'Run `llmgw gc --collect` to ask the agents to remove them.\n'
+    'Run `llmgw gc --collect --all` (or `--node ID`, repeatable) to ask the agents to remove them.\n'
   );
 }
 
@@ -81,17 +81,23 @@ export function renderCollect(plan: GcPlanView, result: GcCollectView, style: St
   return out.join('\n') + '\n';
 }
 
-/** `llmgw gc [--collect [--node ID]...] [--json]`: list (default) or ask agents to remove unwanted cache entries. */
+/**
+ * `llmgw gc [--node ID]... [--json]` lists (default); `llmgw gc --collect (--node ID... | --all)`
+ * asks agents to remove unwanted cache entries, on the named nodes or, only when said, on all.
+ */
 export function createGcCommand(deps: CommandDeps = {}) {
   return serverCommand(
     {
       path: ['gc'],
       summary: 'list cached weights no model wants (per node); --collect asks the agents to remove them',
-      usage: 'llmgw gc [--collect [--node ID]...] [--json]',
-      options: { collect: { type: 'boolean', default: false }, node: { type: 'string', multiple: true } },
+      usage: 'llmgw gc [--node ID]... [--json] | llmgw gc --collect (--node ID... | --all) [--json]',
+      options: { collect: { type: 'boolean', default: false }, node: { type: 'string', multiple: true }, all: { type: 'boolean', default: false } },
       async run(ctx, values) {
-        const plan = await ctx.controller.get<GcPlanView>('/v1/admin/gc');
         const only = (values as unknown as { node?: string[] }).node;
+        if (only !== undefined && values.all === true) throw new UsageError('give --node or --all, not both');
+        if (values.all === true && values.collect !== true) throw new UsageError('--all only goes with --collect (listing shows every node by default)');
+        if (values.collect === true && only === undefined && values.all !== true) throw new UsageError('--collect needs --node ID (repeatable) or --all to say where to remove files');
+        const plan = await ctx.controller.get<GcPlanView>('/v1/admin/gc');
         if (values.collect !== true) {
           const shown = only ? { ...plan, nodes: plan.nodes.filter((n) => only.includes(n.nodeId)) } : plan;
           const view = only ? { ...shown, totalBytes: shown.nodes.reduce((s, n) => s + n.totalBytes, 0) } : shown;
@@ -99,7 +105,7 @@ export function createGcCommand(deps: CommandDeps = {}) {
           else ctx.io.out(renderGcPlan(view));
           return EXIT_OK;
         }
-        const { body: result } = await ctx.controller.request<GcCollectView>('POST', '/v1/admin/gc/collect', { body: only ? { nodes: only } : {} });
+        const { body: result } = await ctx.controller.request<GcCollectView>('POST', '/v1/admin/gc/collect', { body: only ? { nodes: only } : { all: true } });
         const summary = summariseCollect(plan, result);
         if (ctx.json) printJson(ctx.io, { ...result, summary });
         else ctx.io.out(renderCollect(plan, result, ctx.style));
