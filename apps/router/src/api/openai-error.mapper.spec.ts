@@ -1,7 +1,7 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { errorBody, errorShape, sendError, sseErrorEvent, type RouterErrorKind } from './openai-error.mapper';
+import { ENGINE_ERROR_BODY_LIMIT, engineErrorBody, errorBody, errorShape, sendError, sseErrorEvent, type RouterErrorKind } from './openai-error.mapper';
 
 describe('errorShape', () => {
   it.each<[RouterErrorKind, number, string]>([
@@ -46,5 +46,42 @@ describe('errorShape', () => {
     } finally {
       server.close();
     }
+  });
+});
+
+describe('engineErrorBody', () => {
+  const body = (message: string, type: string, param: string | null = null, code: string | null = null) => ({ error: { message, type, param, code } });
+
+  it.each<[string, number, string, ReturnType<typeof body>]>([
+    // What the tiny model's engine answered for POST /v1/embeddings (issue #13).
+    ['llama.cpp, no type', 404, '{"error":{"code":404,"message":"File Not Found: POST /v1/embeddings"}}', body('File Not Found: POST /v1/embeddings', 'invalid_request_error')],
+    // llama-server's format_error_response: {"error":{"code","message","type"}}.
+    [
+      'llama.cpp, with type',
+      500,
+      '{"error":{"code":500,"message":"response_format type must be one of \\"text\\" or \\"json_object\\"","type":"server_error"}}',
+      body('response_format type must be one of "text" or "json_object"', 'server_error'),
+    ],
+    ['llama.cpp loading', 503, '{"error":{"code":503,"message":"Loading model","type":"unavailable_error"}}', body('Loading model', 'unavailable_error')],
+    // vLLM's ErrorResponse, before and after it moved under "error".
+    ['older vLLM', 400, '{"object":"error","message":"max_tokens must be at least 1","type":"BadRequestError","param":null,"code":400}', body('max_tokens must be at least 1', 'BadRequestError')],
+    ['newer vLLM', 404, '{"error":{"message":"The model `x` does not exist.","type":"NotFoundError","param":"model","code":404}}', body('The model `x` does not exist.', 'NotFoundError', 'model')],
+    ['already OpenAI-shaped', 429, '{"error":{"message":"slow down","type":"rate_limit_error","param":null,"code":"rate_limit"}}', body('slow down', 'rate_limit_error', null, 'rate_limit')],
+    ['FastAPI detail', 404, '{"detail":"Not Found"}', body('Not Found', 'invalid_request_error')],
+    ['FastAPI validation', 422, '{"detail":[{"loc":["body","model"],"msg":"field required"}]}', body('[{"loc":["body","model"],"msg":"field required"}]', 'invalid_request_error')],
+    ['error as a string', 400, '{"error":"bad input"}', body('bad input', 'invalid_request_error')],
+    ['plain text', 503, 'busy\n', body('busy', 'server_error')],
+    ['HTML', 502, '<html><body>Bad Gateway</body></html>', body('<html><body>Bad Gateway</body></html>', 'server_error')],
+    ['empty', 500, '', body('The engine answered HTTP 500 with no message.', 'server_error')],
+    ['JSON without a message', 400, '{"error":{"code":400}}', body('{"error":{"code":400}}', 'invalid_request_error')],
+    ['a JSON array', 400, '[1,2]', body('[1,2]', 'invalid_request_error')],
+  ])('%s (HTTP %i)', (_name, status, raw, expected) => {
+    expect(engineErrorBody(status, Buffer.from(raw))).toEqual(expected);
+  });
+
+  it('bounds a long message and never throws on bytes that are not UTF-8', () => {
+    const long = engineErrorBody(500, Buffer.from(JSON.stringify({ error: { message: 'x'.repeat(ENGINE_ERROR_BODY_LIMIT) } })));
+    expect(long.error.message.length).toBeLessThan(5_000);
+    expect(engineErrorBody(500, Buffer.from([0xff, 0xfe, 0x00])).error).toMatchObject({ type: 'server_error', code: null });
   });
 });

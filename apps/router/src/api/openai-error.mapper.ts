@@ -107,3 +107,48 @@ export function sendError(
 export function sseErrorEvent(kind: RouterErrorKind, message: string): string {
   return `data: ${JSON.stringify(errorBody(kind, message))}\n\n`;
 }
+
+/** Most of an engine's error body read to normalise it (bytes); the rest is dropped unread. */
+export const ENGINE_ERROR_BODY_LIMIT = 64 * 1024;
+/** Longest message kept from an engine's error body (characters). */
+const ENGINE_MESSAGE_LIMIT = 4096;
+
+/**
+ * The OpenAI-shaped body for an engine's non-2xx answer (`status`, the first bytes of its body).
+ * Keeps the engine's message, and its `type` and `param` when they are strings; `code` is kept
+ * only when it is a string (llama.cpp and vLLM put the HTTP status there as a number, which
+ * OpenAI clients do not expect), else null. Understands `{"error":{...}}` (llama.cpp, newer
+ * vLLM, OpenAI), a top-level `{"message",...}` (older vLLM), `{"error":"..."}` and
+ * `{"detail":...}` (FastAPI); anything else becomes the message as text. Never throws.
+ */
+export function engineErrorBody(status: number, raw: Buffer): OpenAiErrorBody {
+  const text = raw.toString('utf8').trim();
+  let fields: Record<string, unknown> = {};
+  let message: string | undefined;
+  try {
+    const parsed: unknown = JSON.parse(text);
+    if (isRecord(parsed)) {
+      if (isRecord(parsed.error)) fields = parsed.error;
+      else if (typeof parsed.error === 'string') message = parsed.error;
+      else fields = parsed;
+      if (message === undefined && typeof fields.message === 'string') message = fields.message;
+      if (message === undefined && fields.detail !== undefined) message = typeof fields.detail === 'string' ? fields.detail : JSON.stringify(fields.detail);
+    }
+  } catch {
+    // Not JSON: the text is the message.
+  }
+  if (message === undefined || message === '') message = text !== '' ? text : `The engine answered HTTP ${status} with no message.`;
+  const type = typeof fields.type === 'string' && fields.type !== '' ? fields.type : status >= 500 ? 'server_error' : 'invalid_request_error';
+  return {
+    error: {
+      message: message.length > ENGINE_MESSAGE_LIMIT ? `${message.slice(0, ENGINE_MESSAGE_LIMIT)}…` : message,
+      type,
+      param: typeof fields.param === 'string' ? fields.param : null,
+      code: typeof fields.code === 'string' && fields.code !== '' ? fields.code : null,
+    },
+  };
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}

@@ -195,6 +195,44 @@ describe('OpenAI-shaped refusals', () => {
   });
 });
 
+describe('engine errors', () => {
+  it('normalises an engine error body into the OpenAI shape, keeping status, message and other headers', async () => {
+    const answers: Record<string, (res: import('node:http').ServerResponse) => void> = {
+      // The tiny model's llama.cpp answer to POST /v1/embeddings, as issue #13 saw it.
+      '/v1/embeddings': (res) => res.writeHead(404, { 'content-type': 'application/json; charset=utf-8' }).end('{"error":{"code":404,"message":"File Not Found: POST /v1/embeddings"}}'),
+      // Older vLLM's ErrorResponse, sent chunked.
+      '/v1/completions': (res) => {
+        res.writeHead(400, { 'content-type': 'application/json', 'x-request-id': 'engine-1' });
+        res.write('{"object":"error","message":"max_tokens must be at least 1",');
+        res.end('"type":"BadRequestError","param":null,"code":400}');
+      },
+      '/v1/chat/completions': (res) => res.writeHead(429, { 'content-type': 'text/plain', 'retry-after': '3' }).end('too many requests\n'),
+    };
+    const u = await upstream({ respond: (req, res) => answers[req.url ?? '']?.(res) });
+    const r = await router([{ id: 'a', url: u.url }]);
+
+    const embeddings = await fetch(`${r.url}/v1/embeddings`, { method: 'POST', body: JSON.stringify({ model: 'm1', input: 'hi' }) });
+    expect(embeddings.status).toBe(404);
+    expect(embeddings.headers.get('content-type')).toBe('application/json');
+    expect(await embeddings.text()).toBe('{"error":{"message":"File Not Found: POST /v1/embeddings","type":"invalid_request_error","param":null,"code":null}}');
+
+    const completions = await fetch(`${r.url}/v1/completions`, { method: 'POST', body: JSON.stringify({ model: 'm1', prompt: 'hi', max_tokens: 0 }) });
+    expect(completions.status).toBe(400);
+    expect(completions.headers.get('x-request-id')).toBe('engine-1');
+    expect(await completions.json()).toEqual({ error: { message: 'max_tokens must be at least 1', type: 'BadRequestError', param: null, code: null } });
+
+    // The official client reads each as an API error with the engine's message and a string-or-null code.
+    const client = new OpenAI({ baseURL: `${r.url}/v1`, apiKey: 'unused', maxRetries: 0 });
+    const caught = await client.embeddings.create({ model: 'm1', input: 'hi' }).catch((e: unknown) => e);
+    expect(caught).toBeInstanceOf(OpenAI.NotFoundError);
+    expect(caught).toMatchObject({ status: 404, code: null, type: 'invalid_request_error', message: expect.stringContaining('File Not Found: POST /v1/embeddings') });
+    const limited = await client.chat.completions.create({ model: 'm1', messages: [{ role: 'user', content: 'hi' }] }).catch((e: unknown) => e);
+    expect(limited).toBeInstanceOf(OpenAI.RateLimitError);
+    expect(limited).toMatchObject({ status: 429, code: null, message: expect.stringContaining('too many requests') });
+    expect((limited as InstanceType<typeof OpenAI.RateLimitError>).headers.get('retry-after')).toBe('3');
+  });
+});
+
 describe('load-aware choice', () => {
   it('sends at least 90 % of 200 requests away from an endpoint whose engine reports 20 waiting', async () => {
     const busy = await upstream({ metricsText: vllmMetrics('m1', { running: 8, waiting: 20 }) });

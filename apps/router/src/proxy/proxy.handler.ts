@@ -3,7 +3,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Clock } from '@llmgw/domain';
 import type { Logger } from 'pino';
 import { Waiter, type Admission, type AdmissionService } from '../admission/admission.service';
-import { sendError, sseErrorEvent, type ErrorHeaders, type RouterErrorKind } from '../api/openai-error.mapper';
+import { ENGINE_ERROR_BODY_LIMIT, engineErrorBody, sendError, sseErrorEvent, type ErrorHeaders, type RouterErrorKind } from '../api/openai-error.mapper';
 import type { ApiKeyAuthenticator } from '../auth/api-key.authenticator';
 import type { CatalogView } from '../endpoints/catalog.view';
 import type { EndpointRegistry } from '../endpoints/endpoint.registry';
@@ -52,6 +52,8 @@ function safeDecode(segment: string): string {
 const DROP_REQUEST = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'te', 'trailer', 'upgrade', 'expect', 'host', 'content-length', 'proxy-authorization']);
 /** Response headers never passed back: hop-by-hop (Node frames the client connection itself). */
 const DROP_RESPONSE = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'te', 'trailer', 'upgrade']);
+/** Also dropped from an engine's error answer, whose body the router rewrites. */
+const DROP_ERROR_RESPONSE = new Set([...DROP_RESPONSE, 'content-type', 'content-length', 'content-encoding']);
 
 /** One attempt at one endpoint: receives the engine's response for the exchange. */
 class Attempt implements EngineResponseHandler {
@@ -123,6 +125,8 @@ class Exchange {
   lastChunk: Buffer | undefined;
   status = 0;
   resume: (() => void) | undefined;
+  /** Set while an engine's non-2xx answer is held to be normalised: the header pairs kept, and its body so far. */
+  engineError: { headers: string[]; pieces: Buffer[]; bytes: number } | undefined;
 
   constructor(
     readonly req: ApiRequest,
@@ -160,7 +164,8 @@ type UpstreamFailure = 'connect' | 'reset' | 'timeout' | 'status_5xx' | 'stream_
  * The OpenAI API on the hot path, as a plain Node `(req, res)` handler: authenticate → route →
  * read the body once (bounded) → find `model` → resolve it in the catalog → admission → send the
  * **original bytes** to the chosen engine over a pooled keep-alive connection → pass the answer back
- * untouched (SSE included) → release. A failure before the first response byte (connect error,
+ * untouched (SSE included; a non-2xx answer has its body rewritten into the OpenAI error shape,
+ * status and message kept) → release. A failure before the first response byte (connect error,
  * reset, timeout, 502/503 from the engine) is retried on another endpoint within the budget;
  * after it, an SSE response ends with an OpenAI-shaped error event and a plain one is closed.
  * Every refusal is OpenAI-shaped (see openai-error.mapper).
@@ -387,6 +392,12 @@ export class ProxyHandler {
     this.metrics.timeToFirstByte.observe([ex.model], (performance.now() - ex.start) / 1000);
     const raw = head.rawHeaders;
     const headers: string[] = [];
+    if (status < 200 || status >= 300) {
+      // An engine's error: held whole (bounded) and answered in the OpenAI shape at its end.
+      for (let i = 0; i < raw.length; i += 2) if (!DROP_ERROR_RESPONSE.has(raw[i].toLowerCase())) headers.push(raw[i], raw[i + 1]);
+      ex.engineError = { headers, pieces: [], bytes: 0 };
+      return;
+    }
     for (let i = 0; i < raw.length; i += 2) {
       const name = raw[i].toLowerCase();
       if (DROP_RESPONSE.has(name)) continue;
@@ -409,6 +420,16 @@ export class ProxyHandler {
   onBody(at: Attempt, piece: Buffer): void {
     if (at.settled) return;
     const ex = at.ex;
+    const held = ex.engineError;
+    if (held !== undefined) {
+      const room = ENGINE_ERROR_BODY_LIMIT - held.bytes;
+      if (room > 0) {
+        const kept = piece.length > room ? piece.subarray(0, room) : piece;
+        held.pieces.push(kept);
+        held.bytes += kept.length;
+      }
+      return;
+    }
     ex.bytes += piece.length;
     ex.lastChunk = piece;
     if (ex.bytes === ex.expectedBytes) {
@@ -429,14 +450,34 @@ export class ProxyHandler {
     const ex = at.ex;
     const failed = ex.status >= 500;
     this.settle(at, failed ? 'failure' : 'success', failed ? 'status_5xx' : undefined);
-    if (!ex.ended) ex.res.end();
+    if (ex.engineError !== undefined) this.answerEngineError(ex);
+    else if (!ex.ended) ex.res.end();
     this.finish(ex, ex.status);
+  }
+
+  /** Answers a held engine error with its status and kept headers, its body in the OpenAI shape. */
+  private answerEngineError(ex: Exchange): void {
+    const held = ex.engineError;
+    if (held === undefined || ex.clientGone) return;
+    ex.engineError = undefined;
+    const body = Buffer.from(JSON.stringify(engineErrorBody(ex.status, Buffer.concat(held.pieces, held.bytes))));
+    ex.bytes = body.length;
+    ex.res.writeHead(ex.status, [...held.headers, 'content-type', 'application/json', 'content-length', String(body.length)]);
+    ex.res.end(body);
   }
 
   /** @internal */
   onEngineError(at: Attempt, error: EngineRequestError): void {
     if (at.settled) return;
     const ex = at.ex;
+    if (at.responded && ex.engineError !== undefined) {
+      // The engine's error answer broke off: answer with what it said so far.
+      this.settle(at, 'failure', 'stream_cut');
+      at.call?.abort();
+      this.answerEngineError(ex);
+      this.finish(ex, ex.status);
+      return;
+    }
     if (at.responded) {
       this.cut(ex, at, error.message);
       return;
