@@ -1,7 +1,8 @@
 // The controller with a real llmgw-router process: the router follows RouterService.Watch to
 // the replicas the controller placed (asking for, and applying, compressed snapshots), answers an
-// OpenAI request through one of them, and its usage reports make that replica's idleness known
-// to the controller.
+// OpenAI request through one of them, refuses one for an endpoint the catalog says the model does
+// not serve, and its usage reports make that replica's idleness known to the controller.
+import OpenAI from 'openai';
 import { runTsEntry, spawnProcess, sqliteBackend, stopAllSpawned, waitFor } from '@llmgw/testing';
 import { afterAll, describe, expect, it } from 'vitest';
 import { FakeAgent } from './test/agent.fake';
@@ -58,6 +59,13 @@ describe('with a real router process', () => {
       const watching = controller.logs.filter((l) => l.msg === 'router watching');
       expect(watching.length).toBeGreaterThan(0);
       expect(watching.every((l) => l.compressed === true)).toBe(true);
+      // A vLLM profile without pooling flags serves chat and completions only: the catalog view
+      // says so, and the router refuses embeddings itself.
+      const client = new OpenAI({ baseURL: `${base}/v1`, apiKey: 'unused', maxRetries: 0 });
+      const refused = await client.embeddings.create({ model: 'llama', input: 'hello' }).catch((e: unknown) => e);
+      expect(refused).toBeInstanceOf(OpenAI.BadRequestError);
+      expect(refused).toMatchObject({ status: 400, code: 'unsupported_endpoint', param: 'model' });
+      expect((refused as Error).message).toContain('The model `llama` does not serve /v1/embeddings (it serves /v1/chat/completions, /v1/completions)');
       const used = await waitFor(() => controller.plane.replicas.get(replica.replica.id)?.replica.lastUsedAt, { deadlineMs: 10_000, message: 'usage reported' });
       expect(used).toBeGreaterThan(Date.now() - 60_000);
     },

@@ -1,5 +1,5 @@
-import { ENGINE_KINDS, type EngineKind, type MetricMapping, type Model, type Problem, type Profile } from '@llmgw/domain';
-import { checkProfileRules, needsSingleFile } from './engine-capabilities';
+import { API_ENDPOINTS, ENGINE_KINDS, type ApiEndpoint, type EngineKind, type MetricMapping, type Model, type Problem, type Profile } from '@llmgw/domain';
+import { checkProfileRules, modelEndpoints, needsSingleFile } from './engine-capabilities';
 import { parseSize } from './size.parser';
 import { child, describe, isRecord, item, suggest, type Json } from './spec-values';
 
@@ -17,6 +17,8 @@ export interface ProfileSpec {
   parallel?: number;
   args?: string[];
   env?: Record<string, string>;
+  /** The API endpoints this profile serves; absent = derived from engine and flags. */
+  endpoints?: ApiEndpoint[];
 }
 
 export interface MetricMappingSpec {
@@ -35,6 +37,8 @@ export interface ModelSpec {
   sha256?: string;
   replicas: number | { min: number; max: number };
   metrics?: MetricMappingSpec;
+  /** The API endpoints the model serves; absent = those every profile serves. */
+  endpoints?: ApiEndpoint[];
   profiles: ProfileSpec[];
 }
 
@@ -44,7 +48,7 @@ export interface CatalogSpec {
 }
 
 const CATALOG_KEYS = ['models'] as const;
-const MODEL_KEYS = ['name', 'aliases', 'source', 'size', 'sha256', 'replicas', 'metrics', 'profiles'] as const;
+const MODEL_KEYS = ['name', 'aliases', 'source', 'size', 'sha256', 'replicas', 'metrics', 'endpoints', 'profiles'] as const;
 const PROFILE_KEYS = [
   'engine',
   'gpuClass',
@@ -58,6 +62,7 @@ const PROFILE_KEYS = [
   'parallel',
   'args',
   'env',
+  'endpoints',
 ] as const;
 const REPLICAS_KEYS = ['min', 'max'] as const;
 const METRICS_KEYS = ['running', 'waiting', 'kvUsage', 'modelLabel'] as const;
@@ -139,6 +144,7 @@ function checkModel(raw: unknown, path: string, problems: Problem[]): Model | un
   }
   const replicas = checkReplicas(raw.replicas, child(path, 'replicas'), problems);
   const metrics = raw.metrics === undefined ? undefined : checkMetrics(raw.metrics, child(path, 'metrics'), problems);
+  const endpoints = raw.endpoints === undefined ? undefined : checkEndpoints(raw.endpoints, child(path, 'endpoints'), problems);
   const profiles: Profile[] = [];
   const profilesPath = child(path, 'profiles');
   if (raw.profiles === undefined) {
@@ -159,6 +165,12 @@ function checkModel(raw: unknown, path: string, problems: Problem[]): Model | un
       }
       if (profile) profiles.push(profile);
     });
+    if (endpoints === undefined && profiles.length === raw.profiles.length && modelEndpoints({ profiles }).length === 0) {
+      problems.push({
+        path: profilesPath,
+        message: `the profiles serve no API endpoint in common (${API_ENDPOINTS.join(', ')}); set endpoints on the model or its profiles to say which they serve`,
+      });
+    }
   }
   if (problems.length > before || name === undefined || source === undefined || sizeBytes === undefined || !replicas) {
     return undefined;
@@ -172,6 +184,7 @@ function checkModel(raw: unknown, path: string, problems: Problem[]): Model | un
     replicas,
     profiles,
     ...(metrics !== undefined ? { metrics } : {}),
+    ...(endpoints !== undefined ? { endpoints } : {}),
   };
   return model;
 }
@@ -255,6 +268,7 @@ function checkProfile(raw: unknown, path: string, problems: Problem[]): Profile 
       }
     }
   }
+  const endpoints = raw.endpoints === undefined ? undefined : checkEndpoints(raw.endpoints, child(path, 'endpoints'), problems);
   if (engine === undefined) return undefined;
 
   const profile: Profile = {
@@ -270,11 +284,30 @@ function checkProfile(raw: unknown, path: string, problems: Problem[]): Profile 
     ...(parallel !== undefined ? { parallel } : {}),
     args,
     env,
+    ...(endpoints !== undefined ? { endpoints } : {}),
   };
   for (const p of checkProfileRules(profile, invalid)) {
     problems.push({ path: p.path === '' ? path : `${path}.${p.path}`, message: p.message });
   }
   return profile;
+}
+
+/** A non-empty list of distinct API endpoints, kept in API_ENDPOINTS order. */
+function checkEndpoints(raw: unknown, path: string, problems: Problem[]): ApiEndpoint[] | undefined {
+  if (!Array.isArray(raw) || raw.length === 0) {
+    problems.push({ path, message: `must be a non-empty list of ${API_ENDPOINTS.join(', ')} (got ${describe(raw)})` });
+    return undefined;
+  }
+  const before = problems.length;
+  const seen = new Set<string>();
+  raw.forEach((e, i) => {
+    if (typeof e !== 'string' || !(API_ENDPOINTS as readonly string[]).includes(e)) {
+      problems.push({ path: item(path, i), message: `must be one of ${API_ENDPOINTS.join(', ')} (got ${describe(e)})` });
+    } else if (seen.has(e)) {
+      problems.push({ path: item(path, i), message: `${e} is listed twice` });
+    } else seen.add(e);
+  });
+  return problems.length > before ? undefined : API_ENDPOINTS.filter((e) => seen.has(e));
 }
 
 function checkName(raw: unknown, path: string, problems: Problem[]): string | undefined {

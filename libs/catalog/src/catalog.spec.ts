@@ -4,6 +4,7 @@ import { ErrorCode, type Problem } from '@llmgw/domain';
 import { describe, expect, it } from 'vitest';
 import { cacheName } from './cache-name';
 import { Catalog, diffCatalogs } from './catalog';
+import { modelEndpoints } from './engine-capabilities';
 import { CatalogError } from './catalog.error';
 import { loadCatalog } from './catalog-document.parser';
 
@@ -103,6 +104,17 @@ const INVALID: [string, Edit, string, string][] = [
   ['metric override not a metric name', (d) => (m0(d).metrics = { running: 'num running' }), 'models[0].metrics.running', 'Prometheus metric name'],
   ['fractional bytes', (d) => (p0(d, 0).memoryPerGpu = '1.5B'), 'models[0].profiles[0].memoryPerGpu', 'not a whole number of bytes'],
   ['zero context length', (d) => (p0(d, 0).contextLength = 0), 'models[0].profiles[0].contextLength', 'must be a whole number ≥ 1'],
+  ['endpoints not a list', (d) => (m0(d).endpoints = 'chat'), 'models[0].endpoints', 'must be a non-empty list of chat, completions, embeddings'],
+  ['empty endpoints', (d) => (p0(d, 0).endpoints = []), 'models[0].profiles[0].endpoints', 'must be a non-empty list'],
+  ['unknown endpoint', (d) => (m0(d).endpoints = ['chat', 'images']), 'models[0].endpoints[1]', 'must be one of chat, completions, embeddings (got "images")'],
+  ['endpoint listed twice', (d) => (p0(d, 1).endpoints = ['chat', 'chat']), 'models[1].profiles[0].endpoints[1]', 'chat is listed twice'],
+  [
+    'profiles serving nothing in common',
+    (d) => (m1(d).profiles = [{ engine: 'llamacpp' }, { engine: 'llamacpp', args: ['--embeddings'] }]),
+    'models[1].profiles',
+    'the profiles serve no API endpoint in common',
+  ],
+  ['vLLM pooling model that embeds nothing', (d) => (p0(d, 0).args = ['--task', 'classify']), 'models[0].profiles', 'serve no API endpoint in common'],
   ['models not a list', (d) => (d.models = { a: 1 } as never), 'models', 'must be a list'],
   ['unknown top-level key', (d) => (d.model = []), 'model', 'unknown field (did you mean models?)'],
 ];
@@ -250,8 +262,8 @@ models:
 
   it('round-trips through toSpec as plain JSON', () => {
     const doc = base();
-    Object.assign(p0(doc, 0), { memoryPerGpu: '40GiB', contextLength: 8192, args: ['--seed', '1'], env: { B: '2', A: '1' } });
-    Object.assign(m0(doc), { sha256: 'AB'.repeat(32), metrics: { running: 'x:running', kvUsage: ['x:kv'] } });
+    Object.assign(p0(doc, 0), { memoryPerGpu: '40GiB', contextLength: 8192, args: ['--seed', '1'], env: { B: '2', A: '1' }, endpoints: ['completions', 'chat'] });
+    Object.assign(m0(doc), { sha256: 'AB'.repeat(32), metrics: { running: 'x:running', kvUsage: ['x:kv'] }, endpoints: ['chat'] });
     m0(doc).source = 'https://h/llama.safetensors';
     const c = Catalog.create(doc);
     const spec = JSON.parse(JSON.stringify(c.toSpec()));
@@ -259,6 +271,36 @@ models:
     expect(again.models).toEqual(c.models);
     expect(again.toSpec()).toEqual(spec);
     expect(c.models[0].sha256).toBe('ab'.repeat(32));
+  });
+});
+
+describe('the API endpoints a model serves', () => {
+  const served = (model: Record<string, unknown>) => {
+    const doc = base();
+    doc.models = [{ ...doc.models[1], ...model }];
+    return modelEndpoints(Catalog.create(doc).models[0]);
+  };
+  const llamacpp = (extra: Record<string, unknown> = {}) => ({ profiles: [{ engine: 'llamacpp', ...extra }] });
+  const vllm = (args: string[]) => ({ source: 'hf://org/m@main', profiles: [{ engine: 'vllm', gpuClass: 'H100-80GB', args }] });
+
+  it.each<[string, Record<string, unknown>, string[]]>([
+    ['llama.cpp by default', llamacpp(), ['chat', 'completions']],
+    ['llama.cpp with --embeddings', llamacpp({ args: ['--embeddings'] }), ['embeddings']],
+    ['llama.cpp with --embedding', llamacpp({ args: ['--threads', '2', '--embedding'] }), ['embeddings']],
+    ['llama.cpp with LLAMA_ARG_EMBEDDINGS=true', llamacpp({ env: { LLAMA_ARG_EMBEDDINGS: 'true' } }), ['embeddings']],
+    ['llama.cpp with LLAMA_ARG_EMBEDDINGS=0', llamacpp({ env: { LLAMA_ARG_EMBEDDINGS: '0' } }), ['chat', 'completions']],
+    ['vLLM by default', vllm([]), ['chat', 'completions']],
+    ['vLLM --task generate', vllm(['--task', 'generate']), ['chat', 'completions']],
+    ['vLLM --task embed', vllm(['--task', 'embed']), ['embeddings']],
+    ['vLLM --task=embedding', vllm(['--task=embedding']), ['embeddings']],
+    ['vLLM --runner pooling', vllm(['--runner', 'pooling']), ['embeddings']],
+    ['vLLM --convert embed', vllm(['--convert=embed']), ['embeddings']],
+    ['vLLM: the last --task wins', vllm(['--task', 'embed', '--task', 'generate']), ['chat', 'completions']],
+    ['a profile stating its own', llamacpp({ endpoints: ['embeddings', 'chat'] }), ['chat', 'embeddings']],
+    ['the model stating its own over its profiles', { endpoints: ['completions'], ...llamacpp({ args: ['--embeddings'] }) }, ['completions']],
+    ['two profiles: what both serve', { profiles: [{ engine: 'llamacpp', gpuClass: 'L4' }, { engine: 'llamacpp', endpoints: ['chat'] }] }, ['chat']],
+  ])('%s', (_name, model, expected) => {
+    expect(served(model)).toEqual(expected);
   });
 });
 

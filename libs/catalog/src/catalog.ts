@@ -103,6 +103,7 @@ function modelToSpec(m: Model): ModelSpec {
           },
         }
       : {}),
+    ...(m.endpoints !== undefined ? { endpoints: [...m.endpoints] } : {}),
     profiles: m.profiles.map(profileToSpec),
   };
 }
@@ -121,5 +122,6 @@ function profileToSpec(p: Profile): ProfileSpec {
     ...(p.parallel !== undefined ? { parallel: p.parallel } : {}),
     args: [...p.args],
     env: Object.fromEntries(Object.entries(p.env).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))),
+    ...(p.endpoints !== undefined ? { endpoints: [...p.endpoints] } : {}),
   };
 }

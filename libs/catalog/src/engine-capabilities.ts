@@ -1,4 +1,4 @@
-import type { EngineKind, Problem, Profile } from '@llmgw/domain';
+import type { ApiEndpoint, EngineKind, Model, Problem, Profile } from '@llmgw/domain';
 import { deepFreeze } from './spec-values';
 
 /** What an engine can do, as far as a catalog profile is concerned. */
@@ -134,4 +134,62 @@ function reservedFlag(cap: EngineCapabilities, arg: string): string | undefined 
   const eq = arg.indexOf('=');
   if (eq > 0 && Object.prototype.hasOwnProperty.call(cap.reservedArgs, arg.slice(0, eq))) return arg.slice(0, eq);
   return undefined;
+}
+
+const GENERATE: readonly ApiEndpoint[] = Object.freeze(['chat', 'completions']);
+const EMBED: readonly ApiEndpoint[] = Object.freeze(['embeddings']);
+const NONE: readonly ApiEndpoint[] = Object.freeze([]);
+/** vLLM `--task` values that make it a pooling model serving `/v1/embeddings`. */
+const VLLM_EMBED_TASKS = new Set(['embed', 'embedding']);
+/** vLLM `--task` values (and `--convert classify|reward`) of other pooling models: none of the three. */
+const VLLM_OTHER_POOLING_TASKS = new Set(['classify', 'score', 'reward']);
+/** llama.cpp reads a boolean environment variable as true for these. */
+const LLAMACPP_TRUE = new Set(['1', 'true', 'on', 'enabled']);
+
+/**
+ * The API endpoints a profile serves: its explicit `endpoints`, else what its engine serves with
+ * its flags. llama.cpp serves chat and completions, and only embeddings with `--embedding`/
+ * `--embeddings` (or `LLAMA_ARG_EMBEDDINGS`). vLLM serves chat and completions, and only
+ * embeddings as a pooling model (`--task embed`, `--runner pooling`, `--convert embed`).
+ * Flag values are read in both `--flag value` and `--flag=value` forms; the last one wins.
+ */
+export function profileEndpoints(profile: Pick<Profile, 'engine' | 'args' | 'env' | 'endpoints'>): readonly ApiEndpoint[] {
+  if (profile.endpoints !== undefined) return profile.endpoints;
+  const { args } = profile;
+  switch (profile.engine) {
+    case 'llamacpp': {
+      const embeddingsOnly =
+        args.some((a) => a === '--embedding' || a === '--embeddings') || LLAMACPP_TRUE.has((profile.env.LLAMA_ARG_EMBEDDINGS ?? '').toLowerCase());
+      return embeddingsOnly ? EMBED : GENERATE;
+    }
+    case 'vllm': {
+      const task = flagValue(args, '--task');
+      const runner = flagValue(args, '--runner');
+      const convert = flagValue(args, '--convert');
+      if ((task !== undefined && VLLM_EMBED_TASKS.has(task)) || convert === 'embed') return EMBED;
+      if ((task !== undefined && VLLM_OTHER_POOLING_TASKS.has(task)) || convert === 'classify' || convert === 'reward') return NONE;
+      return runner === 'pooling' ? EMBED : GENERATE;
+    }
+    default:
+      return NONE;
+  }
+}
+
+/**
+ * The API endpoints a model serves: its explicit `endpoints`, else those every one of its
+ * profiles serves (a request may reach a replica of any profile), in API_ENDPOINTS order.
+ */
+export function modelEndpoints(model: { readonly endpoints?: Model['endpoints']; readonly profiles: readonly Pick<Profile, 'engine' | 'args' | 'env' | 'endpoints'>[] }): readonly ApiEndpoint[] {
+  if (model.endpoints !== undefined) return model.endpoints;
+  const [first, ...rest] = model.profiles.map(profileEndpoints);
+  return (first ?? NONE).filter((e) => rest.every((served) => served.includes(e)));
+}
+
+function flagValue(args: readonly string[], flag: string): string | undefined {
+  let value: string | undefined;
+  args.forEach((a, i) => {
+    if (a === flag && i + 1 < args.length) value = args[i + 1];
+    else if (a.startsWith(`${flag}=`)) value = a.slice(flag.length + 1);
+  });
+  return value;
 }

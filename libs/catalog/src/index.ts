@@ -10,5 +10,5 @@ export {
   type ValidationResult,
 } from './catalog-spec.validator';
 export { CACHE_NAME_MAX_LENGTH, CACHE_NAME_PREFIX, cacheName, isCacheName } from './cache-name';
-export { ENGINE_CAPABILITIES, checkProfileRules, needsSingleFile, type EngineCapabilities, type InvalidFields } from './engine-capabilities';
+export { ENGINE_CAPABILITIES, checkProfileRules, modelEndpoints, needsSingleFile, profileEndpoints, type EngineCapabilities, type InvalidFields } from './engine-capabilities';
 export { parseSize, type SizeResult } from './size.parser';

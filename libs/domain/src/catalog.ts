@@ -1,4 +1,4 @@
-import type { EngineKind, MetricMapping } from './engine';
+import type { ApiEndpoint, EngineKind, MetricMapping } from './engine';
 
 /**
  * One way to deploy a model, after validation (see libs/catalog for the document schema).
@@ -25,6 +25,8 @@ export interface Profile {
   /** Extra engine arguments, an argv array (never a shell string). */
   readonly args: readonly string[];
   readonly env: Readonly<Record<string, string>>;
+  /** The API endpoints this profile serves, as the catalog states them; absent = derived from engine and flags. */
+  readonly endpoints?: readonly ApiEndpoint[];
 }
 
 export interface ReplicaCount {
@@ -47,4 +49,6 @@ export interface Model {
   readonly profiles: readonly Profile[];
   /** Overrides the engine's default metric mapping. */
   readonly metrics?: MetricMapping;
+  /** The API endpoints the model serves, as the catalog states them; absent = what every profile serves. */
+  readonly endpoints?: readonly ApiEndpoint[];
 }

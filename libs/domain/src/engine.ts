@@ -3,6 +3,14 @@ export const ENGINE_KINDS = ['vllm', 'llamacpp'] as const;
 export type EngineKind = (typeof ENGINE_KINDS)[number];
 
 /**
+ * The OpenAI API endpoints a model can serve: `/v1/chat/completions`, `/v1/completions`,
+ * `/v1/embeddings`. Which ones a model serves follows from its engine and flags (libs/catalog),
+ * or from the catalog's explicit `endpoints`.
+ */
+export const API_ENDPOINTS = ['chat', 'completions', 'embeddings'] as const;
+export type ApiEndpoint = (typeof API_ENDPOINTS)[number];
+
+/**
  * Which metric names describe an engine's load. A mapping that names its own `running` is a
  * complete statement: fields it leaves blank stay blank (see libs/metrics-mappings).
  * `kvUsage` lists names in preference order (the first present wins).

@@ -13,6 +13,7 @@ import {
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   AgentServiceClient,
+  ApiEndpoint,
   AgentServiceService,
   CollectOutcome,
   EngineKind,
@@ -41,7 +42,7 @@ const SNAPSHOTS: EndpointSnapshot[] = [
   {
     revision: 1,
     endpoints: [],
-    catalog: { revision: 7, models: [{ name: 'tiny', aliases: ['tiny-latest'], engine: EngineKind.ENGINE_KIND_LLAMACPP }] },
+    catalog: { revision: 7, models: [{ name: 'tiny', aliases: ['tiny-latest'], engine: EngineKind.ENGINE_KIND_LLAMACPP, endpoints: [] }] },
   },
   {
     revision: 2,
@@ -63,6 +64,7 @@ const SNAPSHOTS: EndpointSnapshot[] = [
           aliases: ['tiny-latest'],
           engine: EngineKind.ENGINE_KIND_LLAMACPP,
           metrics: { running: 'llamacpp:requests_processing', kvUsage: ['a', 'b'] },
+          endpoints: [ApiEndpoint.API_ENDPOINT_CHAT, ApiEndpoint.API_ENDPOINT_COMPLETIONS],
         },
       ],
     },

@@ -195,6 +195,7 @@ export const OPENAPI_DOCUMENT = {
           sha256: { type: 'string', pattern: '^[0-9a-fA-F]{64}$' },
           replicas: { oneOf: [{ type: 'integer', minimum: 0 }, { type: 'object', required: ['min', 'max'], properties: { min: { type: 'integer' }, max: { type: 'integer' } } }] },
           metrics: { type: 'object', properties: { running: { type: 'string' }, waiting: { type: 'string' }, kvUsage: { type: 'array', items: { type: 'string' } }, modelLabel: { type: 'string' } } },
+          endpoints: { type: 'array', minItems: 1, uniqueItems: true, items: { type: 'string', enum: ['chat', 'completions', 'embeddings'] }, description: 'The OpenAI endpoints the model serves; absent: those every profile serves.' },
           profiles: { type: 'array', minItems: 1, items: ref('ProfileDocument') },
         },
       },
@@ -215,6 +216,7 @@ export const OPENAPI_DOCUMENT = {
           parallel: { type: 'integer' },
           args: { type: 'array', items: { type: 'string' } },
           env: { type: 'object', additionalProperties: { type: 'string' } },
+          endpoints: { type: 'array', minItems: 1, uniqueItems: true, items: { type: 'string', enum: ['chat', 'completions', 'embeddings'] }, description: 'The OpenAI endpoints this profile serves; absent: derived from engine and args (llamacpp `--embeddings`: embeddings only; vllm `--task embed`/`--runner pooling`/`--convert embed`: embeddings only; else chat and completions).' },
         },
       },
       CatalogView: {

@@ -1,7 +1,7 @@
 // The edge between the wire contract and the controller's domain types: every proto message
 // the controller reads or writes is converted here and nowhere else. Unset optional fields stay
 // undefined in both directions (absent is not zero).
-import type { EngineKind, Gpu, Model, ReplicaMember, ReplicaState } from '@llmgw/domain';
+import type { ApiEndpoint, EngineKind, Gpu, Model, ReplicaMember, ReplicaState } from '@llmgw/domain';
 import { cacheName } from '@llmgw/catalog';
 import * as pb from '@llmgw/proto';
 import type { GpuLiveState, NodeHeartbeat, NodeRegistration, ReportedReplica } from '../nodes/node.entry';
@@ -14,6 +14,17 @@ const ENGINE_TO_PROTO: Record<EngineKind, pb.EngineKind> = {
 /** Domain engine → wire enum. */
 export function engineToProto(engine: EngineKind): pb.EngineKind {
   return ENGINE_TO_PROTO[engine];
+}
+
+const API_ENDPOINT_TO_PROTO: Readonly<Record<ApiEndpoint, pb.ApiEndpoint>> = {
+  chat: pb.ApiEndpoint.API_ENDPOINT_CHAT,
+  completions: pb.ApiEndpoint.API_ENDPOINT_COMPLETIONS,
+  embeddings: pb.ApiEndpoint.API_ENDPOINT_EMBEDDINGS,
+};
+
+/** Domain API endpoint → wire enum. */
+export function apiEndpointToProto(endpoint: ApiEndpoint): pb.ApiEndpoint {
+  return API_ENDPOINT_TO_PROTO[endpoint];
 }
 
 /** Wire enum → domain engine; undefined for unspecified or unknown values. */

@@ -19,8 +19,9 @@ const model = fc.record(
     aliases: fc.array(fc.string({ maxLength: 10 }), { maxLength: 3 }),
     engine: fc.constantFrom('vllm' as const, 'llamacpp' as const),
     metrics: fc.record({ running: fc.string({ maxLength: 10 }), kvUsage: fc.array(fc.string({ maxLength: 10 }), { maxLength: 2 }) }, { requiredKeys: [] }),
+    endpoints: fc.subarray(['chat', 'completions', 'embeddings'] as const),
   },
-  { requiredKeys: ['name', 'aliases', 'engine'] },
+  { requiredKeys: ['name', 'aliases', 'engine', 'endpoints'] },
 );
 const snapshot = fc.record({
   revision: fc.oneof(fc.constant(0), fc.nat(), fc.integer({ min: 2 ** 31, max: Number.MAX_SAFE_INTEGER })),

@@ -2,7 +2,7 @@ import { deflateRawSync } from 'node:zlib';
 import type { Endpoint } from '@llmgw/domain';
 import * as pb from '@llmgw/proto';
 import type { CatalogView, EndpointSnapshot } from '../publishing/endpoint-sink.port';
-import { engineToProto } from './proto.mapper';
+import { apiEndpointToProto, engineToProto } from './proto.mapper';
 
 /** Domain endpoint → wire. */
 export function endpointToProto(e: Endpoint): pb.Endpoint {
@@ -27,6 +27,7 @@ export function catalogViewToProto(c: CatalogView): pb.CatalogView {
             },
           }
         : {}),
+      endpoints: m.endpoints.map(apiEndpointToProto),
     })),
   };
 }

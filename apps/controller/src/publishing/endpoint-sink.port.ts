@@ -1,4 +1,4 @@
-import type { Endpoint, EngineKind, MetricMapping } from '@llmgw/domain';
+import type { ApiEndpoint, Endpoint, EngineKind, MetricMapping } from '@llmgw/domain';
 
 /** The part of one catalog model a router resolves requests with. */
 export interface ModelView {
@@ -9,6 +9,8 @@ export interface ModelView {
   readonly engine: EngineKind;
   /** The model's own metric names; absent = the engine's defaults. */
   readonly metrics?: MetricMapping;
+  /** The OpenAI API endpoints it serves (never empty for a valid catalog). */
+  readonly endpoints: readonly ApiEndpoint[];
 }
 
 /** The catalog as routers see it, at the store revision it was built from. */

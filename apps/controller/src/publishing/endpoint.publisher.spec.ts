@@ -16,7 +16,7 @@ const catalog = Catalog.create({
       size: 1,
       replicas: 1,
       metrics: { running: 'my_running' },
-      profiles: [{ engine: 'llamacpp' }],
+      profiles: [{ engine: 'llamacpp', args: ['--embeddings'] }],
     },
   ],
 });
@@ -66,12 +66,12 @@ describe('buildEndpoints', () => {
 });
 
 describe('buildCatalogView', () => {
-  it('carries names, aliases, the preferred engine and a model\'s own metric mapping only', () => {
+  it('carries names, aliases, the preferred engine, a model\'s own metric mapping only, and the endpoints it serves', () => {
     expect(buildCatalogView(catalog, 7)).toEqual({
       revision: 7,
       models: [
-        { name: 'llama', aliases: ['l'], engine: 'vllm' },
-        { name: 'tiny', aliases: [], engine: 'llamacpp', metrics: { running: 'my_running' } },
+        { name: 'llama', aliases: ['l'], engine: 'vllm', endpoints: ['chat', 'completions'] },
+        { name: 'tiny', aliases: [], engine: 'llamacpp', metrics: { running: 'my_running' }, endpoints: ['embeddings'] },
       ],
     });
   });

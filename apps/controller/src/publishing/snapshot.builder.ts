@@ -1,4 +1,4 @@
-import type { Catalog } from '@llmgw/catalog';
+import { modelEndpoints, type Catalog } from '@llmgw/catalog';
 import type { Endpoint } from '@llmgw/domain';
 import { resolveMapping } from '@llmgw/metrics-mappings';
 import { engineUrl } from '../grpc/proto.mapper';
@@ -59,8 +59,9 @@ export function buildEndpoints(
 export type EndpointMemo = WeakMap<ReplicaEntry, { readonly nodesKey: string; readonly endpoint: Endpoint }>;
 
 /**
- * What routers need of the catalog: names, aliases, the preferred profile's engine and the
- * model's metric mapping (validated through the engine's registry; absent = engine defaults).
+ * What routers need of the catalog: names, aliases, the preferred profile's engine, the model's
+ * metric mapping (validated through the engine's registry; absent = engine defaults) and the
+ * API endpoints it serves (explicit, or derived from its profiles: see `modelEndpoints`).
  */
 export function buildCatalogView(catalog: Catalog | undefined, revision: number): CatalogView {
   const models: ModelView[] = (catalog?.models ?? []).map((m) => {
@@ -70,6 +71,7 @@ export function buildCatalogView(catalog: Catalog | undefined, revision: number)
       aliases: [...m.aliases],
       engine,
       ...(m.metrics !== undefined ? { metrics: resolveMapping(engine, m.metrics) } : {}),
+      endpoints: modelEndpoints(m),
     };
   });
   return { revision, models };

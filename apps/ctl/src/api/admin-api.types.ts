@@ -1,7 +1,7 @@
 // The JSON shapes `llmgw` reads: the controller's admin API, defined once in @llmgw/domain
 // (re-exported here for the commands), and the catalog API's (apps/catalog, /openapi.json).
 // Absent fields are unknown, never 0.
-import type { EngineKind } from '@llmgw/domain';
+import type { ApiEndpoint, EngineKind } from '@llmgw/domain';
 
 export type {
   EventView,
@@ -21,7 +21,8 @@ export interface CatalogModel {
   source: string;
   size: number;
   replicas: { min: number; max: number };
-  profiles: { engine: EngineKind; gpuClass?: string; gpusPerNode?: number; nodes?: number }[];
+  endpoints?: ApiEndpoint[];
+  profiles: { engine: EngineKind; gpuClass?: string; gpusPerNode?: number; nodes?: number; args?: string[]; env?: Record<string, string>; endpoints?: ApiEndpoint[] }[];
   [key: string]: unknown;
 }
 

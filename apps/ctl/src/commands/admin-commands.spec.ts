@@ -47,9 +47,10 @@ const CATALOG = {
       source: 'hf://m/big@main',
       size: 410e9,
       replicas: { min: 1, max: 1 },
+      endpoints: ['chat'],
       profiles: [{ engine: 'vllm', gpuClass: 'H100-80GB', gpusPerNode: 8, nodes: 2 }],
     },
-    { name: 'spare', aliases: [], source: 'hf://s/s@main', size: 1e9, replicas: { min: 0, max: 2 }, profiles: [{ engine: 'llamacpp', gpusPerNode: 0, nodes: 1 }] },
+    { name: 'spare', aliases: [], source: 'hf://s/s@main', size: 1e9, replicas: { min: 0, max: 2 }, profiles: [{ engine: 'llamacpp', gpusPerNode: 0, nodes: 1, args: ['--embeddings'] }] },
   ],
 };
 
@@ -135,19 +136,19 @@ describe('tables', () => {
     expect(r.code).toBe(0);
     expect(r.out).toMatchInlineSnapshot(`
       "catalog revision 12
-      MODEL                    ALIASES    WANTED  READY  STARTING  FAILED  STATUS       PROFILES
-      llama-3.1-8b-instruct    llama3-8b    2..3      1         1       0  pending      vllm 1×H100-80GB
-      qwen2.5-0.5b-instruct    -               1      1         0       0  ok           llamacpp CPU
-      llama-3.1-405b-instruct  -               1      0         0       0  unplaceable  vllm 2 nodes × 8×H100-80GB
-      spare                    -            0..2      0         0       0  idle         llamacpp CPU
+      MODEL                    ALIASES    WANTED  READY  STARTING  FAILED  STATUS       ENDPOINTS         PROFILES
+      llama-3.1-8b-instruct    llama3-8b    2..3      1         1       0  pending      chat,completions  vllm 1×H100-80GB
+      qwen2.5-0.5b-instruct    -               1      1         0       0  ok           chat,completions  llamacpp CPU
+      llama-3.1-405b-instruct  -               1      0         0       0  unplaceable  chat              vllm 2 nodes × 8×H100-80GB
+      spare                    -            0..2      0         0       0  idle         embeddings        llamacpp CPU
       "
     `);
     const json = JSON.parse((await run('models', '--json')).out);
-    expect(json.models.map((m: { name: string; status: string }) => [m.name, m.status])).toEqual([
-      ['llama-3.1-8b-instruct', 'pending'],
-      ['qwen2.5-0.5b-instruct', 'ok'],
-      ['llama-3.1-405b-instruct', 'unplaceable'],
-      ['spare', 'idle'],
+    expect(json.models.map((m: { name: string; status: string; endpoints: string[] }) => [m.name, m.status, m.endpoints])).toEqual([
+      ['llama-3.1-8b-instruct', 'pending', ['chat', 'completions']],
+      ['qwen2.5-0.5b-instruct', 'ok', ['chat', 'completions']],
+      ['llama-3.1-405b-instruct', 'unplaceable', ['chat']],
+      ['spare', 'idle', ['embeddings']],
     ]);
   });
 

@@ -1,3 +1,5 @@
+import { modelEndpoints } from '@llmgw/catalog';
+import type { ApiEndpoint } from '@llmgw/domain';
 import { EXIT_OK } from '../cli-io';
 import type { CatalogModel, CatalogView, ReplicaView, StatusView } from '../api/admin-api.types';
 import { printJson, serverCommand, type CommandDeps } from '../api/server.command';
@@ -15,6 +17,8 @@ export interface ModelRow {
   /** `ok` (ready ≥ min), `pending`, `unplaceable` (the controller says it fits nowhere), `idle` (min 0, none running). */
   status: 'ok' | 'pending' | 'unplaceable' | 'idle';
   profiles: string[];
+  /** The OpenAI API endpoints it serves (the catalog's `endpoints`, else derived from its profiles). */
+  endpoints: readonly ApiEndpoint[];
 }
 
 /** `vllm 2×H100` / `llamacpp CPU` / `vllm 2 nodes × 8×H100`. */
@@ -33,7 +37,11 @@ export function modelRows(catalog: CatalogView, replicas: readonly ReplicaView[]
     const starting = mine.filter((r) => r.state === 'pending' || r.state === 'fetching' || r.state === 'starting').length;
     const failed = mine.filter((r) => r.state === 'failed').length;
     const status: ModelRow['status'] = ready >= m.replicas.min ? (m.replicas.min === 0 && mine.length === 0 ? 'idle' : 'ok') : stuck.has(m.name) ? 'unplaceable' : 'pending';
-    return { name: m.name, aliases: m.aliases ?? [], replicas: m.replicas, ready, starting, failed, status, profiles: m.profiles.map(describeProfile) };
+    const endpoints = modelEndpoints({
+      ...(m.endpoints !== undefined ? { endpoints: m.endpoints } : {}),
+      profiles: m.profiles.map((p) => ({ engine: p.engine, args: p.args ?? [], env: p.env ?? {}, ...(p.endpoints !== undefined ? { endpoints: p.endpoints } : {}) })),
+    });
+    return { name: m.name, aliases: m.aliases ?? [], replicas: m.replicas, ready, starting, failed, status, profiles: m.profiles.map(describeProfile), endpoints };
   });
 }
 
@@ -41,7 +49,7 @@ export function renderModels(rows: readonly ModelRow[], revision: number, style:
   if (rows.length === 0) return `catalog revision ${revision}: no models\n`;
   const colour = (s: ModelRow['status']) => (s === 'ok' ? style.green(s) : s === 'unplaceable' ? style.red(s) : s === 'pending' ? style.yellow(s) : s);
   const table = renderTable(
-    ['MODEL', 'ALIASES', 'WANTED', 'READY', 'STARTING', 'FAILED', 'STATUS', 'PROFILES'],
+    ['MODEL', 'ALIASES', 'WANTED', 'READY', 'STARTING', 'FAILED', 'STATUS', 'ENDPOINTS', 'PROFILES'],
     rows.map((r) => [
       r.name,
       r.aliases.length ? r.aliases.join(',') : '-',
@@ -50,6 +58,7 @@ export function renderModels(rows: readonly ModelRow[], revision: number, style:
       String(r.starting),
       String(r.failed),
       colour(r.status),
+      r.endpoints.length ? r.endpoints.join(',') : '-',
       r.profiles.join('; '),
     ]),
     [2, 3, 4, 5],

@@ -11,6 +11,7 @@ describe('errorShape', () => {
     ['invalid_json', 400, 'invalid_json'],
     ['invalid_request', 400, 'invalid_request'],
     ['model_not_found', 404, 'model_not_found'],
+    ['endpoint_not_served', 400, 'unsupported_endpoint'],
     ['body_too_large', 413, 'request_too_large'],
     ['queue_full', 429, 'queue_full'],
     ['queue_timeout', 429, 'queue_timeout'],

@@ -8,6 +8,7 @@ export type RouterErrorKind =
   | 'invalid_json'
   | 'invalid_request'
   | 'model_not_found'
+  | 'endpoint_not_served'
   | 'body_too_large'
   | 'queue_full'
   | 'queue_timeout'
@@ -47,6 +48,8 @@ export function errorShape(kind: RouterErrorKind): ErrorShape {
       return { status: 400, type: 'invalid_request_error', code: 'invalid_request' };
     case 'model_not_found':
       return { status: 404, type: 'invalid_request_error', code: 'model_not_found' };
+    case 'endpoint_not_served':
+      return { status: 400, type: 'invalid_request_error', code: 'unsupported_endpoint' };
     case 'body_too_large':
       return { status: 413, type: 'invalid_request_error', code: 'request_too_large' };
     case 'queue_full':

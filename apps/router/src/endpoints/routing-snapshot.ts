@@ -1,4 +1,4 @@
-import type { EngineKind, MetricMapping, Endpoint } from '@llmgw/domain';
+import type { ApiEndpoint, EngineKind, MetricMapping, Endpoint } from '@llmgw/domain';
 
 /** What a router knows about one catalog model: enough to resolve a request's `model`. */
 export interface ModelView {
@@ -9,6 +9,8 @@ export interface ModelView {
   readonly engine?: EngineKind;
   /** Overrides the engine's default metric names for this model's endpoints. */
   readonly metrics?: MetricMapping;
+  /** The OpenAI API endpoints the model serves; absent = not said, every one is allowed. */
+  readonly endpoints?: readonly ApiEndpoint[];
 }
 
 /**

@@ -233,6 +233,39 @@ describe('engine errors', () => {
   });
 });
 
+describe('endpoints a model serves', () => {
+  it('refuses, in the OpenAI shape and without asking an engine, an endpoint the model does not serve', async () => {
+    const u = await upstream();
+    const file = writeRouterConfig(dir, {
+      models: [
+        { name: 'chatty', aliases: ['chatty-alias'], engine: 'llamacpp', endpoints: ['chat', 'completions'] },
+        { name: 'embedder', engine: 'vllm', endpoints: ['embeddings'] },
+      ],
+      endpoints: [
+        { id: 'c', model: 'chatty', url: u.url },
+        { id: 'e', model: 'embedder', url: u.url },
+      ],
+    });
+    const r = await startRouter({ LLMGW_ROUTER_CONFIG_FILE: file });
+    cleanups.push(() => r.close());
+    const client = new OpenAI({ baseURL: `${r.url}/v1`, apiKey: 'unused', maxRetries: 0 });
+
+    const refused = await client.embeddings.create({ model: 'chatty-alias', input: 'hi' }).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(OpenAI.BadRequestError);
+    expect(refused).toMatchObject({ status: 400, code: 'unsupported_endpoint', param: 'model', type: 'invalid_request_error' });
+    expect((refused as Error).message).toMatch(/`chatty`.*\/v1\/embeddings/);
+    const chatRefused = await client.chat.completions.create({ model: 'embedder', messages: [{ role: 'user', content: 'hi' }] }).catch((e: unknown) => e);
+    expect(chatRefused).toBeInstanceOf(OpenAI.BadRequestError);
+    expect((chatRefused as Error).message).toMatch(/`embedder`.*\/v1\/chat\/completions.*it serves \/v1\/embeddings/);
+    expect(u.hits).toBe(0);
+
+    // What each does serve still goes through.
+    expect((await postJson(`${r.url}/v1/chat/completions`, chat('chatty'))).status).toBe(200);
+    expect((await postJson(`${r.url}/v1/embeddings`, { model: 'embedder', input: 'hi' })).status).toBe(200);
+    expect(u.hits).toBe(2);
+  });
+});
+
 describe('load-aware choice', () => {
   it('sends at least 90 % of 200 requests away from an endpoint whose engine reports 20 waiting', async () => {
     const busy = await upstream({ metricsText: vllmMetrics('m1', { running: 8, waiting: 20 }) });

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Clock } from '@llmgw/domain';
+import type { ApiEndpoint, Clock } from '@llmgw/domain';
 import type { Logger } from 'pino';
 import { Waiter, type Admission, type AdmissionService } from '../admission/admission.service';
 import { ENGINE_ERROR_BODY_LIMIT, engineErrorBody, sendError, sseErrorEvent, type ErrorHeaders, type RouterErrorKind } from '../api/openai-error.mapper';
@@ -29,7 +29,7 @@ export interface ProxyOptions {
   readonly idleTimeoutMs: number;
 }
 
-type RouteName = 'chat' | 'completions' | 'embeddings' | 'models';
+type RouteName = ApiEndpoint | 'models';
 
 const ROUTES: ReadonlyMap<string, { readonly name: RouteName; readonly method: 'GET' | 'POST' }> = new Map([
   ['/v1/chat/completions', { name: 'chat', method: 'POST' }],
@@ -37,6 +37,9 @@ const ROUTES: ReadonlyMap<string, { readonly name: RouteName; readonly method: '
   ['/v1/embeddings', { name: 'embeddings', method: 'POST' }],
   ['/v1/models', { name: 'models', method: 'GET' }],
 ] as const);
+
+/** The path of each route, for messages. */
+const ROUTE_PATHS: Readonly<Record<RouteName, string>> = { chat: '/v1/chat/completions', completions: '/v1/completions', embeddings: '/v1/embeddings', models: '/v1/models' };
 
 /** A path segment decoded; malformed escapes stay as written (they then name no model). */
 function safeDecode(segment: string): string {
@@ -317,6 +320,16 @@ export class ProxyHandler {
       return;
     }
     ex.model = model.name;
+    // A model that does not serve this endpoint is refused here: the engine never sees it.
+    if (model.endpoints !== undefined && !(model.endpoints as readonly string[]).includes(ex.route)) {
+      this.fail(
+        ex,
+        'endpoint_not_served',
+        `The model \`${model.name}\` does not serve ${ROUTE_PATHS[ex.route]} (it serves ${model.endpoints.map((e) => ROUTE_PATHS[e]).join(', ') || 'none of the API endpoints'}).`,
+        'model',
+      );
+      return;
+    }
     ex.body = body;
     const admission = this.admission.admit(model.name);
     if (admission instanceof Waiter) {

@@ -11,6 +11,7 @@ describe('parseStaticConfig', () => {
         '    engine: vllm',
         '  - name: tiny',
         '    metrics: { running: "llamacpp:requests_processing" }',
+        '    endpoints: [embeddings]',
         'endpoints:',
         '  - { id: r1, model: llama, url: "http://10.0.0.5:8000" }',
         '  - { model: tiny, url: "http://10.0.0.6:8080/engine/", engine: llamacpp, node: n6, suspect: true }',
@@ -21,7 +22,7 @@ describe('parseStaticConfig', () => {
       revision: 1,
       models: [
         { name: 'llama', aliases: ['llama3', 'l3'], engine: 'vllm', metrics: undefined },
-        { name: 'tiny', aliases: [], engine: undefined, metrics: { running: 'llamacpp:requests_processing' } },
+        { name: 'tiny', aliases: [], engine: undefined, metrics: { running: 'llamacpp:requests_processing' }, endpoints: ['embeddings'] },
       ],
       endpoints: [
         { replicaId: 'r1', model: 'llama', url: 'http://10.0.0.5:8000', engine: 'vllm', nodeId: '', suspect: false },
@@ -62,5 +63,8 @@ describe('parseStaticConfig', () => {
 
   it('refuses unknown fields and wrong types rather than ignoring them', () => {
     expect(() => parseStaticConfig('models:\n  - { name: a, engine: tgi }\nendpoint: []\n', 'r.yaml')).toThrow(/models\[0\]\.engine: .*\n.*endpoint/s);
+    for (const endpoints of ['[]', '[images]', '[chat, chat]', 'chat']) {
+      expect(() => parseStaticConfig(`models:\n  - { name: a, engine: vllm, endpoints: ${endpoints} }\n`, 'r.yaml'), endpoints).toThrow(/models\[0\]\.endpoints/);
+    }
   });
 });

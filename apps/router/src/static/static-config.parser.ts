@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { ENGINE_KINDS, type Endpoint, type EngineKind, type MetricMapping } from '@llmgw/domain';
+import { API_ENDPOINTS, ENGINE_KINDS, type Endpoint, type EngineKind, type MetricMapping } from '@llmgw/domain';
 import { mappingProblems } from '@llmgw/metrics-mappings';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
@@ -25,6 +25,11 @@ const fileSchema = z
             aliases: z.array(z.string().min(1)).default([]),
             engine: z.enum(ENGINE_KINDS).optional(),
             metrics: metricsSchema.optional(),
+            endpoints: z
+              .array(z.enum(API_ENDPOINTS))
+              .min(1)
+              .refine((list) => new Set(list).size === list.length, 'lists an endpoint twice')
+              .optional(),
           })
           .strict(),
       )
@@ -48,7 +53,8 @@ const fileSchema = z
 
 /**
  * Reads the router's static configuration (YAML or JSON) and turns it into a snapshot:
- * `models` (name, aliases, engine, metric mapping override) and `endpoints` (id, model, url,
+ * `models` (name, aliases, engine, metric mapping override, the API endpoints it serves: absent =
+ * all) and `endpoints` (id, model, url,
  * engine, node). This is the supported mode without a controller: it must resolve models and
  * aliases on its own. Throws one error listing every problem with its path.
  */
@@ -89,7 +95,7 @@ export function parseStaticConfig(text: string, source: string): RoutingSnapshot
     }
     const metrics = m.metrics as MetricMapping | undefined;
     if (metrics) for (const p of mappingProblems(metrics, `models[${i}].metrics`)) problems.push(`${p.path}: ${p.message}`);
-    models.push({ name: m.name, aliases: m.aliases, engine: m.engine, metrics });
+    models.push({ name: m.name, aliases: m.aliases, engine: m.engine, metrics, ...(m.endpoints !== undefined ? { endpoints: m.endpoints } : {}) });
   });
   const byName = new Map(models.map((m) => [m.name, m]));
   const ids = new Set<string>();

@@ -187,7 +187,7 @@ export function protoSnapshot(revision: number, endpoints: readonly FakeEndpoint
     })),
     catalog: {
       revision: 1,
-      models: models.map((m) => (typeof m === 'string' ? { name: m, aliases: [] } : m)).map((m) => ({ ...m, engine: EngineKind.ENGINE_KIND_VLLM, metrics: undefined })),
+      models: models.map((m) => (typeof m === 'string' ? { name: m, aliases: [] } : m)).map((m) => ({ ...m, engine: EngineKind.ENGINE_KIND_VLLM, metrics: undefined, endpoints: [] })),
     },
   };
 }

@@ -1,4 +1,4 @@
-import { EngineKind } from '@llmgw/proto';
+import { ApiEndpoint, EngineKind } from '@llmgw/proto';
 import { describe, expect, it } from 'vitest';
 import { snapshotFromProto } from './snapshot.mapper';
 
@@ -13,8 +13,16 @@ describe('snapshotFromProto', () => {
       catalog: {
         revision: 3,
         models: [
-          { name: 'm', aliases: ['a'], engine: EngineKind.ENGINE_KIND_LLAMACPP, metrics: { running: 'x:run', waiting: '', kvUsage: [], modelLabel: undefined } },
-          { name: 'n', aliases: [], engine: EngineKind.ENGINE_KIND_VLLM, metrics: { kvUsage: [] } },
+          {
+            name: 'm',
+            aliases: ['a'],
+            engine: EngineKind.ENGINE_KIND_LLAMACPP,
+            metrics: { running: 'x:run', waiting: '', kvUsage: [], modelLabel: undefined },
+            endpoints: [ApiEndpoint.API_ENDPOINT_CHAT, ApiEndpoint.API_ENDPOINT_COMPLETIONS],
+          },
+          // An older controller says nothing about endpoints; a newer one may name one this build does not know.
+          { name: 'n', aliases: [], engine: EngineKind.ENGINE_KIND_VLLM, metrics: { kvUsage: [] }, endpoints: [] },
+          { name: 'o', aliases: [], engine: EngineKind.ENGINE_KIND_VLLM, endpoints: [ApiEndpoint.API_ENDPOINT_EMBEDDINGS, 99 as ApiEndpoint] },
         ],
       },
     });
@@ -23,8 +31,9 @@ describe('snapshotFromProto', () => {
         revision: 7,
         endpoints: [{ replicaId: 'r1', model: 'm', url: 'http://h:1', engine: 'vllm', nodeId: 'n1', suspect: true }],
         models: [
-          { name: 'm', aliases: ['a'], engine: 'llamacpp', metrics: { running: 'x:run' } },
-          { name: 'n', aliases: [], engine: 'vllm', metrics: undefined },
+          { name: 'm', aliases: ['a'], engine: 'llamacpp', metrics: { running: 'x:run' }, endpoints: ['chat', 'completions'] },
+          { name: 'n', aliases: [], engine: 'vllm', metrics: undefined, endpoints: undefined },
+          { name: 'o', aliases: [], engine: 'vllm', metrics: undefined, endpoints: ['embeddings'] },
         ],
       },
       dropped: [{ replicaId: 'r2', reason: 'unknown engine 0' }],

@@ -1,6 +1,7 @@
 import { inflateRawSync } from 'node:zlib';
-import type { Endpoint, EngineKind, MetricMapping } from '@llmgw/domain';
+import type { ApiEndpoint, Endpoint, EngineKind, MetricMapping } from '@llmgw/domain';
 import {
+  ApiEndpoint as ProtoApiEndpoint,
   EndpointSnapshot,
   EngineKind as ProtoEngineKind,
   type CompressedSnapshot,
@@ -18,6 +19,26 @@ export function engineFromProto(kind: ProtoEngineKind): EngineKind | undefined {
     default:
       return undefined;
   }
+}
+
+const API_ENDPOINT_FROM_PROTO: ReadonlyMap<ProtoApiEndpoint, ApiEndpoint> = new Map([
+  [ProtoApiEndpoint.API_ENDPOINT_CHAT, 'chat'],
+  [ProtoApiEndpoint.API_ENDPOINT_COMPLETIONS, 'completions'],
+  [ProtoApiEndpoint.API_ENDPOINT_EMBEDDINGS, 'embeddings'],
+]);
+
+/**
+ * The API endpoints a wire model serves. An empty list (a controller that does not say) is
+ * undefined: every endpoint allowed. Values this build does not know are left out.
+ */
+function endpointsFromProto(list: readonly ProtoApiEndpoint[]): ApiEndpoint[] | undefined {
+  if (list.length === 0) return undefined;
+  const out: ApiEndpoint[] = [];
+  for (const e of list) {
+    const known = API_ENDPOINT_FROM_PROTO.get(e);
+    if (known !== undefined && !out.includes(known)) out.push(known);
+  }
+  return out;
 }
 
 function mappingFromProto(m: ProtoMetricMapping | undefined): MetricMapping | undefined {
@@ -56,6 +77,7 @@ export function snapshotFromProto(s: EndpointSnapshot): MappedSnapshot {
     aliases: [...m.aliases],
     engine: engineFromProto(m.engine),
     metrics: mappingFromProto(m.metrics),
+    endpoints: endpointsFromProto(m.endpoints),
   }));
   return { snapshot: { revision: s.revision, endpoints, models }, dropped };
 }

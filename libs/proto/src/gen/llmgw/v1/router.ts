@@ -22,6 +22,55 @@ import {
 } from "@grpc/grpc-js";
 import { EngineKind, engineKindFromJSON, engineKindToJSON } from "./engine";
 
+/** An OpenAI API endpoint a model can serve. */
+export enum ApiEndpoint {
+  API_ENDPOINT_UNSPECIFIED = 0,
+  /** API_ENDPOINT_CHAT - POST /v1/chat/completions */
+  API_ENDPOINT_CHAT = 1,
+  /** API_ENDPOINT_COMPLETIONS - POST /v1/completions */
+  API_ENDPOINT_COMPLETIONS = 2,
+  /** API_ENDPOINT_EMBEDDINGS - POST /v1/embeddings */
+  API_ENDPOINT_EMBEDDINGS = 3,
+  UNRECOGNIZED = -1,
+}
+
+export function apiEndpointFromJSON(object: any): ApiEndpoint {
+  switch (object) {
+    case 0:
+    case "API_ENDPOINT_UNSPECIFIED":
+      return ApiEndpoint.API_ENDPOINT_UNSPECIFIED;
+    case 1:
+    case "API_ENDPOINT_CHAT":
+      return ApiEndpoint.API_ENDPOINT_CHAT;
+    case 2:
+    case "API_ENDPOINT_COMPLETIONS":
+      return ApiEndpoint.API_ENDPOINT_COMPLETIONS;
+    case 3:
+    case "API_ENDPOINT_EMBEDDINGS":
+      return ApiEndpoint.API_ENDPOINT_EMBEDDINGS;
+    case -1:
+    case "UNRECOGNIZED":
+    default:
+      return ApiEndpoint.UNRECOGNIZED;
+  }
+}
+
+export function apiEndpointToJSON(object: ApiEndpoint): string {
+  switch (object) {
+    case ApiEndpoint.API_ENDPOINT_UNSPECIFIED:
+      return "API_ENDPOINT_UNSPECIFIED";
+    case ApiEndpoint.API_ENDPOINT_CHAT:
+      return "API_ENDPOINT_CHAT";
+    case ApiEndpoint.API_ENDPOINT_COMPLETIONS:
+      return "API_ENDPOINT_COMPLETIONS";
+    case ApiEndpoint.API_ENDPOINT_EMBEDDINGS:
+      return "API_ENDPOINT_EMBEDDINGS";
+    case ApiEndpoint.UNRECOGNIZED:
+    default:
+      return "UNRECOGNIZED";
+  }
+}
+
 export interface WatchRequest {
   /** Identifies the router in controller logs and metrics. */
   routerId: string;
@@ -91,7 +140,14 @@ export interface ModelView {
   /** Engine of the model's preferred profile. */
   engine: EngineKind;
   /** Overrides the engine's default metric names; unset = the engine's defaults. */
-  metrics?: MetricMapping | undefined;
+  metrics?:
+    | MetricMapping
+    | undefined;
+  /**
+   * The OpenAI API endpoints the model serves (from the catalog: explicit, or derived from its
+   * profiles' engines and flags). Empty = not said (an older controller): the router allows all.
+   */
+  endpoints: ApiEndpoint[];
 }
 
 /**
@@ -742,7 +798,7 @@ export const CatalogView: MessageFns<CatalogView> = {
 };
 
 function createBaseModelView(): ModelView {
-  return { name: "", aliases: [], engine: 0, metrics: undefined };
+  return { name: "", aliases: [], engine: 0, metrics: undefined, endpoints: [] };
 }
 
 export const ModelView: MessageFns<ModelView> = {
@@ -758,6 +814,13 @@ export const ModelView: MessageFns<ModelView> = {
     }
     if (message.metrics !== undefined) {
       MetricMapping.encode(message.metrics, writer.uint32(34).fork()).join();
+    }
+    if (message.endpoints.length !== 0) {
+      writer.uint32(42).fork();
+      for (const v of message.endpoints) {
+        writer.int32(v);
+      }
+      writer.join();
     }
     return writer;
   },
@@ -807,6 +870,24 @@ export const ModelView: MessageFns<ModelView> = {
             message.metrics = MetricMapping.decode(reader, reader.uint32());
             continue;
           }
+          case 5: {
+            if (tag === 40) {
+              message.endpoints.push(reader.int32() as any);
+
+              continue;
+            }
+
+            if (tag === 42) {
+              const end2 = reader.uint32() + reader.pos;
+              while (reader.pos < end2) {
+                message.endpoints.push(reader.int32() as any);
+              }
+
+              continue;
+            }
+
+            break;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -825,6 +906,9 @@ export const ModelView: MessageFns<ModelView> = {
       aliases: globalThis.Array.isArray(object?.aliases) ? object.aliases.map((e: any) => globalThis.String(e)) : [],
       engine: isSet(object.engine) ? engineKindFromJSON(object.engine) : 0,
       metrics: isSet(object.metrics) ? MetricMapping.fromJSON(object.metrics) : undefined,
+      endpoints: globalThis.Array.isArray(object?.endpoints)
+        ? object.endpoints.map((e: any) => apiEndpointFromJSON(e))
+        : [],
     };
   },
 
@@ -842,6 +926,9 @@ export const ModelView: MessageFns<ModelView> = {
     if (message.metrics !== undefined) {
       obj.metrics = MetricMapping.toJSON(message.metrics);
     }
+    if (message.endpoints?.length) {
+      obj.endpoints = message.endpoints.map((e) => apiEndpointToJSON(e));
+    }
     return obj;
   },
 
@@ -856,6 +943,7 @@ export const ModelView: MessageFns<ModelView> = {
     message.metrics = (object.metrics !== undefined && object.metrics !== null)
       ? MetricMapping.fromPartial(object.metrics)
       : undefined;
+    message.endpoints = object.endpoints?.map((e) => e) || [];
     return message;
   },
 };
