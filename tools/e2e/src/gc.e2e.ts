@@ -112,8 +112,23 @@ describe('llmgw gc against a controller and an agent', () => {
     expectOperatorAndWantedFilesKept();
   }, 60_000);
 
-  it('--collect removes it from disk and leaves the wanted entry and the operator files alone', async () => {
-    const collected = await llmgw(['gc', '--collect']);
+  it('--collect on a node that does not exist, or without saying where, removes nothing anywhere', async () => {
+    const unknown = await llmgw(['gc', '--collect', '--node', 'no-such-node']);
+    expect(unknown.code).toBe(1);
+    expect(unknown.err).toContain("node 'no-such-node' is not known; nothing was collected");
+    const unscoped = await llmgw(['gc', '--collect']);
+    expect(unscoped.code).toBe(2);
+    expect(unscoped.err).toContain('--collect needs --node ID (repeatable) or --all');
+    // What a plain fetch() sends: text/plain, whose body the controller never reads.
+    const plain = await fetch(`${controllerUrl}/v1/admin/gc/collect`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}` }, body: JSON.stringify({ nodes: ['no-such-node'] }) });
+    expect(plain.status).toBe(415);
+    expect(plain.headers.get('content-type')).toBe('application/problem+json');
+    expect(existsSync(join(cacheDir, OLD)), 'the unwanted entry is still there').toBe(true);
+    expectOperatorAndWantedFilesKept();
+  }, 60_000);
+
+  it('--collect --node removes it from disk and leaves the wanted entry and the operator files alone', async () => {
+    const collected = await llmgw(['gc', '--collect', '--node', nodeId]);
     expect(collected.code, collected.err).toBe(0);
     expect(collected.out).toMatch(/^asked to remove 1 entry \(.+\) on 1 node\n/);
     expect(collected.out).toContain(`${nodeId}: removed ${OLD}`);
