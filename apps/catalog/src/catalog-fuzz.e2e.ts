@@ -1,7 +1,9 @@
 // 500 malformed catalogs (seeded) against one running catalog app: wrong types, missing and
 // unknown fields, bad sources, huge numbers, broken YAML and JSON, non-object bodies — sent as
 // whole catalogs, single models and dry runs, JSON or YAML. None may get a 5xx, every write must
-// be refused, and the stored catalog must be exactly what it was.
+// be refused, and the stored catalog must be exactly what it was. Then the documents that once
+// killed the process (nested 20,000 deep, an alias bomb): each is refused naming the limit it
+// crossed, and the process answers the next request.
 import fc from 'fast-check';
 import { stringify } from 'yaml';
 import { stopAllSpawned } from '@llmgw/testing';
@@ -89,6 +91,22 @@ const badText = fc.oneof(
   fc.string({ maxLength: 20 }).map((s) => `models:\n  - ${s}: [\n`),
 );
 
+/** About 40 KB each: the shapes that aborted the process with V8 "out of memory". */
+function hostileDocuments(): { name: string; type: string; text: string; limit: string }[] {
+  const levels = 20_000;
+  const laughs = ['a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol","lol"]'];
+  for (let i = 1; i < 9; i++) laughs.push(`${String.fromCharCode(97 + i)}: &${String.fromCharCode(97 + i)} [${Array(10).fill(`*${String.fromCharCode(96 + i)}`).join(',')}]`);
+  laughs.push('models: *i');
+  return [
+    { name: 'nested YAML flow sequences', type: 'application/yaml', text: `models: ${'['.repeat(levels)}${']'.repeat(levels)}`, limit: 'maxDepth' },
+    { name: 'unclosed nested YAML', type: 'application/yaml', text: `models: ${'['.repeat(levels)}`, limit: 'maxDepth' },
+    { name: 'nested YAML block sequences', type: 'application/yaml', text: `models:\n${'- '.repeat(levels)}x\n`, limit: 'maxDepth' },
+    { name: 'nested JSON arrays', type: 'application/json', text: `${'['.repeat(levels)}${']'.repeat(levels)}`, limit: 'maxDepth' },
+    { name: 'nested JSON objects', type: 'application/json', text: `{"models":[${'{"a":'.repeat(levels / 4)}1${'}'.repeat(levels / 4)}]}`, limit: 'maxDepth' },
+    { name: 'a billion-laughs YAML', type: 'application/yaml', text: laughs.join('\n'), limit: 'maxAliases' },
+  ];
+}
+
 type Case =
   | { kind: 'replace'; text: string; type: string; ifMatch?: string }
   | { kind: 'model'; name: string; text: string; type: string }
@@ -157,4 +175,31 @@ describe('catalog API fuzz', () => {
     expect(after.headers.get('etag')).toBe('"1"');
     expect(await after.text()).toBe(stored);
   }, 180_000);
+
+  it.each(hostileDocuments())('refuses $name with 422 naming the limit, stores nothing, and stays up', async ({ type, text, limit }) => {
+    const value = limit === 'maxDepth' ? 32 : 100;
+    for (const [method, path] of [
+      ['PUT', '/v1/catalog'],
+      ['PUT', '/v1/catalog/models/base'],
+      ['POST', '/v1/catalog/validate'],
+    ] as const) {
+      const res = await fetch(`${app.url}${path}`, { method, headers: { ...AUTH, 'content-type': type, 'if-match': '"1"' }, body: text });
+      const body = await res.text();
+      expect(res.status, `${method} ${path}: ${body.slice(0, 300)}`).toBe(422);
+      expect(res.headers.get('content-type')).toBe('application/problem+json');
+      expect(JSON.parse(body)).toMatchObject({
+        type: 'https://llmgw.dev/problems/document-too-complex',
+        status: 422,
+        detail: `catalog document exceeds the ${limit} limit of ${value}`,
+        limit: { name: limit, value },
+        problems: [{ path: '', message: expect.stringContaining(`the limit (${limit}) is ${value}`) }],
+      });
+      // Still up, and serving the next request.
+      expect(app.proc.exit).toBeUndefined();
+      expect((await fetch(`${app.url}/healthz`)).status).toBe(200);
+    }
+    const after = await fetch(`${app.url}/v1/catalog`, { headers: AUTH });
+    expect(after.headers.get('etag')).toBe('"1"');
+    expect(await after.text()).toBe(stored);
+  });
 });

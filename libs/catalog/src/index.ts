@@ -1,5 +1,12 @@
 export { Catalog, diffCatalogs } from './catalog';
 export { CatalogError } from './catalog.error';
+export {
+  CATALOG_DOCUMENT_LIMITS,
+  CatalogLimitError,
+  checkDocumentLimits,
+  scanDocumentDepth,
+  type CatalogDocumentLimit,
+} from './catalog-document.limits';
 export { loadCatalog, parseCatalogDocument, type CatalogFormat } from './catalog-document.parser';
 export {
   validateCatalogSpec,

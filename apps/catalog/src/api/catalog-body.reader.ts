@@ -1,5 +1,5 @@
 import type { IncomingMessage } from 'node:http';
-import { CatalogError, parseCatalogDocument, type CatalogFormat } from '@llmgw/catalog';
+import { CatalogError, CatalogLimitError, parseCatalogDocument, type CatalogFormat } from '@llmgw/catalog';
 import { HttpProblemError } from './http-problem.error';
 
 /** Media types a catalog document may be sent as, and the parser each one gets. */
@@ -85,7 +85,8 @@ export async function readBodyText(req: IncomingMessage, limitBytes: number): Pr
 /**
  * Reads and parses a catalog document (or one model) from the request: media type from
  * Content-Type, size bounded, syntax checked by the catalog library's one parser. Returns a
- * plain value for `Catalog.create`; throws a problem (400/413/415) naming every syntax error.
+ * plain value for `Catalog.create`; throws a problem (400/413/415/422) naming every syntax error
+ * or the document limit crossed.
  */
 export async function readCatalogBody(req: IncomingMessage, limitBytes: number): Promise<unknown> {
   const format = formatOf(req.headers['content-type']);
@@ -93,15 +94,23 @@ export async function readCatalogBody(req: IncomingMessage, limitBytes: number):
   return parseDocumentText(text, format);
 }
 
-/** Parses body text with the catalog library's parser; a syntax error becomes a 400 problem listing every error. */
+/**
+ * Parses body text with the catalog library's parser; a syntax error becomes a 400 problem listing
+ * every error. A document over one of the library's limits is refused before it is parsed: 413
+ * for its size, 422 for its depth or aliases, naming the limit and its value.
+ */
 export function parseDocumentText(text: string, format: CatalogFormat): unknown {
   try {
     return parseCatalogDocument(text, format);
   } catch (error) {
+    if (error instanceof CatalogLimitError) {
+      const kind = error.limit === 'maxBytes' ? 'body-too-large' : 'document-too-complex';
+      throw new HttpProblemError(kind, error.message.split('\n')[0], error.problems, { limit: { name: error.limit, value: error.value } });
+    }
     if (error instanceof CatalogError) {
       throw new HttpProblemError('unparseable-body', error.message.split('\n')[0], error.problems);
     }
-    // The YAML library may throw plain errors for pathological input (deep nesting and the like).
+    // The YAML library may still throw plain errors for input the limits let through.
     throw new HttpProblemError('unparseable-body', `cannot parse request body as ${format.toUpperCase()}: ${(error as Error).message}`);
   }
 }

@@ -16,6 +16,8 @@ export interface ProblemBody {
   errorId?: string;
   /** Set on 409/412: the revision that is current now. */
   currentRevision?: number;
+  /** Set when a document limit refused the body: which one (`maxDepth`), and its value. */
+  limit?: { name: string; value: number };
 }
 
 /** Kinds of problems the API answers, with their HTTP status and title. */
@@ -29,6 +31,7 @@ export const PROBLEM_KINDS = {
   'body-too-large': { status: 413, title: 'Request body too large' },
   'unsupported-media-type': { status: 415, title: 'Unsupported media type' },
   'invalid-catalog': { status: 422, title: 'Invalid catalog' },
+  'document-too-complex': { status: 422, title: 'Catalog document nests too deep or uses too many aliases' },
   unavailable: { status: 503, title: 'Store unavailable' },
   internal: { status: 500, title: 'Internal error' },
 } as const;
@@ -44,7 +47,7 @@ export class HttpProblemError extends Error {
     readonly kind: ProblemKind,
     readonly detail: string,
     readonly problems: readonly Problem[] = [],
-    readonly extra: { currentRevision?: number; headers?: Record<string, string> } = {},
+    readonly extra: { currentRevision?: number; headers?: Record<string, string>; limit?: { name: string; value: number } } = {},
   ) {
     super(detail);
     this.name = 'HttpProblemError';
@@ -55,7 +58,8 @@ export class HttpProblemError extends Error {
   }
 
   toBody(): ProblemBody {
-    return problemBody(this.kind, this.detail, this.problems, this.extra.currentRevision);
+    const body = problemBody(this.kind, this.detail, this.problems, this.extra.currentRevision);
+    return this.extra.limit ? { ...body, limit: { ...this.extra.limit } } : body;
   }
 }
 

@@ -50,9 +50,11 @@ const writeErrors: Json = {
   '400': problem('Unparseable body (every syntax error listed), malformed If-Match or author header.'),
   '401': problem('Missing or wrong bearer token.'),
   '412': problem('If-Match does not name the current revision; `currentRevision` says which is.'),
-  '413': problem('Body larger than LLMGW_CATALOG_BODY_LIMIT.'),
+  '413': problem('Body larger than LLMGW_CATALOG_BODY_LIMIT (at most the catalog limit maxBytes, 4MiB).'),
   '415': problem('Content-Type is neither JSON nor YAML, or not UTF-8.'),
-  '422': problem('The document is not a valid catalog: `problems` lists every problem with its path. Nothing was stored.'),
+  '422': problem(
+    'The document is not a valid catalog: `problems` lists every problem with its path. Or (`document-too-complex`) it nests deeper or uses more aliases than the catalog limits allow; `limit` names the limit and its value. Nothing was stored.',
+  ),
   '503': problem('The store cannot be reached.'),
 };
 
@@ -92,8 +94,9 @@ export const OPENAPI_DOCUMENT = {
         responses: {
           '200': json('The validation report (valid or not).', ref('ValidationReport')),
           '401': problem('Missing or wrong bearer token.'),
-          '413': problem('Body larger than LLMGW_CATALOG_BODY_LIMIT.'),
+          '413': problem('Body larger than LLMGW_CATALOG_BODY_LIMIT (at most the catalog limit maxBytes, 4MiB).'),
           '415': problem('Content-Type is neither JSON nor YAML.'),
+          '422': problem('The document nests deeper or uses more aliases than the catalog limits allow (`document-too-complex`); `limit` names the limit and its value.'),
         },
       },
     },
@@ -312,6 +315,12 @@ export const OPENAPI_DOCUMENT = {
           problems: { type: 'array', items: ref('InputProblem') },
           currentRevision: { type: 'integer', description: 'On 409/412: the revision that is current.' },
           errorId: { type: 'string', description: 'On 500: the id logged with the error.' },
+          limit: {
+            type: 'object',
+            description: 'On 413/422 for a document limit: its name (maxBytes, maxDepth, maxAliases) and value.',
+            required: ['name', 'value'],
+            properties: { name: { type: 'string' }, value: { type: 'integer' } },
+          },
         },
       },
     },

@@ -1,10 +1,13 @@
 import { join } from 'node:path';
-import { parseSize } from '@llmgw/catalog';
+import { CATALOG_DOCUMENT_LIMITS, parseSize } from '@llmgw/catalog';
 import { DATABASE_ENV, env, envVar, SHARED_ENV, sharedConfig, type DeepReadonly, type EnvParse } from '@llmgw/config';
 import { z } from 'zod';
 
-/** Largest request body an operator may allow: a catalog of thousands of models fits in far less. */
-export const MAX_BODY_LIMIT_BYTES = 64 * 1024 * 1024;
+/**
+ * Largest request body an operator may allow: the catalog library's document size limit (4MiB; a
+ * catalog of thousands of models fits in far less, and parsing more would hold the event loop).
+ */
+export const MAX_BODY_LIMIT_BYTES = CATALOG_DOCUMENT_LIMITS.maxBytes;
 /** Shortest admin token accepted: a guessable token is worse than none. */
 export const MIN_ADMIN_TOKEN_LENGTH = 16;
 
@@ -12,7 +15,7 @@ export const MIN_ADMIN_TOKEN_LENGTH = 16;
 const parseBodyLimit: EnvParse<number> = (raw) => {
   const size = parseSize(/^\d+$/.test(raw) ? Number(raw) : raw);
   if (!size.ok) return { ok: false, reason: size.message };
-  if (size.bytes > MAX_BODY_LIMIT_BYTES) return { ok: false, reason: `must be at most ${MAX_BODY_LIMIT_BYTES} bytes (64MiB)` };
+  if (size.bytes > MAX_BODY_LIMIT_BYTES) return { ok: false, reason: `must be at most ${MAX_BODY_LIMIT_BYTES} bytes (${MAX_BODY_LIMIT_BYTES / 1024 / 1024}MiB)` };
   return { ok: true, value: size.bytes };
 };
 

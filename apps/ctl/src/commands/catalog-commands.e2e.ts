@@ -111,6 +111,9 @@ describe('llmgw catalog against the catalog API', () => {
     const syntax = await run(['catalog', 'apply', '-f', file('broken.yaml', 'models: [\n')]);
     expect(syntax.code).toBe(1);
     expect(syntax.err).toMatch(/^llmgw: broken\.yaml: cannot parse catalog YAML/);
+    const nested = await run(['catalog', 'apply', '-f', file('nested.yaml', `models:\n${'- '.repeat(20_000)}x\n`)]);
+    expect(nested.code).toBe(1);
+    expect(nested.err).toBe('llmgw: nested.yaml: catalog document exceeds the maxDepth limit of 32\n  the document nests deeper than 32 levels; the limit (maxDepth) is 32\n');
     expect((await run(['catalog', 'apply', '-f', 'absent.yaml'])).err).toMatch(/^llmgw: cannot read absent\.yaml/);
     expect((await run(['catalog', 'apply'])).code).toBe(2);
     expect(JSON.parse((await run(['catalog', 'get', '--json'])).out)).toEqual(before);

@@ -105,6 +105,16 @@ describe('llmgw catalog validate', () => {
     expect(r.err).toMatch(/^broken\.yaml: cannot parse catalog YAML: \d+ errors?\n {2}line \d+, column \d+: /);
   });
 
+  it('refuses a file nested deeper than the catalog limit, naming it, without parsing it', async () => {
+    const nested = file('nested.json', `{"models":${'['.repeat(20_000)}${']'.repeat(20_000)}}`);
+    const r = await run('catalog', 'validate', '-f', nested);
+    expect(r.code).toBe(1);
+    expect(r.err).toBe('nested.json: catalog document exceeds the maxDepth limit of 32\n  the document nests deeper than 32 levels; the limit (maxDepth) is 32\n');
+    const bomb = file('bomb.yaml', `x: &x [1, 2]\nmodels: [${Array(101).fill('*x').join(', ')}]\n`);
+    const json = JSON.parse((await run('catalog', 'validate', '-f', bomb, '--json')).out);
+    expect(json).toEqual({ valid: false, problems: [{ path: '', message: 'the document uses more than 100 aliases; the limit (maxAliases) is 100' }] });
+  });
+
   it('exits 1 when the file cannot be read', async () => {
     const r = await run('catalog', 'validate', '-f', 'missing.yaml');
     expect(r.code).toBe(1);
