@@ -381,10 +381,20 @@ function requiredSize(raw: unknown, path: string, problems: Problem[]): number |
   return r.bytes;
 }
 
+/**
+ * Most replicas one model may ask for (`replicas` or `replicas.max`). Far beyond any fleet this
+ * runs on; a typo such as `1e9` is refused here instead of being placed until nodes run out.
+ */
+export const MAX_REPLICAS = 1000;
+
 function checkReplicas(raw: unknown, path: string, problems: Problem[]): { min: number; max: number } | undefined {
   const count = (v: unknown, p: string): number | undefined => {
     if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0) {
       problems.push({ path: p, message: `must be a whole number ≥ 0 (got ${describe(v)})` });
+      return undefined;
+    }
+    if (v > MAX_REPLICAS) {
+      problems.push({ path: p, message: `must be at most ${MAX_REPLICAS} replicas (got ${v})` });
       return undefined;
     }
     return v;

@@ -82,6 +82,8 @@ const INVALID: [string, Edit, string, string][] = [
   ['relative file source', (d) => (m0(d).source = 'file://models/x.gguf'), 'models[0].source', 'absolute path'],
   ['replicas min above max', (d) => (m1(d).replicas = { min: 3, max: 1 }), 'models[1].replicas.min', 'must not exceed max (3 > 1)'],
   ['negative replicas', (d) => (m0(d).replicas = -1), 'models[0].replicas', 'must be a whole number ≥ 0'],
+  ['a billion replicas', (d) => (m0(d).replicas = 1e9), 'models[0].replicas', 'must be at most 1000 replicas (got 1000000000)'],
+  ['replicas.max above the bound', (d) => (m1(d).replicas = { min: 1, max: 1001 }), 'models[1].replicas.max', 'must be at most 1000 replicas (got 1001)'],
   ['args as a shell string', (d) => (p0(d, 0).args = '--enforce-eager --seed 1'), 'models[0].profiles[0].args', 'must be a list of strings'],
   ['a number in args', (d) => (p0(d, 0).args = ['--seed', 1]), 'models[0].profiles[0].args[1]', 'must be a string'],
   ['lower-case env key', (d) => (p0(d, 0).env = { hf_home: '/x' }), 'models[0].profiles[0].env.hf_home', '[A-Z_][A-Z0-9_]*'],

@@ -9,6 +9,7 @@ export {
 } from './catalog-document.limits';
 export { loadCatalog, parseCatalogDocument, type CatalogFormat } from './catalog-document.parser';
 export {
+  MAX_REPLICAS,
   validateCatalogSpec,
   type CatalogSpec,
   type MetricMappingSpec,
