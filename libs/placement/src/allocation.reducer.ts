@@ -1,5 +1,6 @@
 import type { Model, NodeInfo } from '@llmgw/domain';
 import type { Allocation, Inventory, PlacementRequest, PlacementResult } from './placement.types';
+import { hostMemoryOf } from './replica-footprint';
 
 /**
  * Returns a new inventory with a placed replica's members added as allocations, so callers can
@@ -19,7 +20,8 @@ export function withAllocation(
   const request: PlacementRequest = 'model' in modelOrRequest ? modelOrRequest : { model: modelOrRequest };
   const model = request.model;
   const profile = model.profiles[result.profileIndex];
-  const memoryBytes = profile && profile.memoryBytes > 0 ? profile.memoryBytes : undefined;
+  const reserved = profile ? hostMemoryOf(model, profile) : 0;
+  const memoryBytes = reserved > 0 ? reserved : undefined;
   const added: Allocation[] = result.members.map((m) => ({
     replicaId,
     model: model.name,

@@ -381,7 +381,8 @@ describe('withAllocation', () => {
     expect(once.nodes).toBe(start.nodes);
     const bare = withAllocation(start, 'r2', m, place({ model: m }, start));
     expect(bare.nodes).toBe(start.nodes);
-    expect(bare.allocations).toEqual([{ replicaId: 'r2', model: 'm', nodeId: 'a', gpuIndices: [] }]);
+    // A CPU replica that states no memory reserves its weights' size.
+    expect(bare.allocations).toEqual([{ replicaId: 'r2', model: 'm', nodeId: 'a', gpuIndices: [], memoryBytes: m.sizeBytes }]);
   });
 
   it('changes nothing for an unplaceable result', () => {

@@ -3,6 +3,7 @@ import { formatGb } from './bytes.format';
 import type { FleetView, GpuFacts } from './fleet.view';
 import { compareIds, countOf, type NodeUsage } from './node-usage.model';
 import type { PlacementReason, PlacementRequest, PlacementResult } from './placement.types';
+import { cpuReplicaLimit, hostMemoryOf } from './replica-footprint';
 
 /** What one placement pass works from. */
 interface Context {
@@ -228,7 +229,10 @@ function fittingIndices(node: NodeInfo, usage: NodeUsage, profile: Profile): num
 
 // ---- CPU profiles ----
 
-/** CPU replicas spread: nothing stops two sharing cores, so packing them only slows both. */
+/**
+ * CPU replicas spread: two sharing a node only slow each other. A node takes at most one per
+ * core, and each reserves its host memory (the weights when the profile states none).
+ */
 function tryCpu(ctx: Context, profile: Profile, profileIndex: number): ReplicaMember[] | undefined {
   if (profile.nodes > 1) {
     ctx.reasons?.push({ profileIndex, reason: 'CPU profiles run on one node' });
@@ -249,6 +253,10 @@ function tryCpu(ctx: Context, profile: Profile, profileIndex: number): ReplicaMe
       continue;
     }
     const usage = view.usage(i);
+    if (usage.cpuReplicas >= cpuReplicaLimit(node.cpuCores)) {
+      reject(ctx, profileIndex, node, `cpu: ${node.cpuCores} ${node.cpuCores === 1 ? 'core' : 'cores'}, each running a CPU replica`);
+      continue;
+    }
     if (!fitsHostMemory(ctx, node, usage, profile, profileIndex)) continue;
     if (!holdsWeights(ctx, node) && !fitsDisk(ctx, node, profileIndex)) continue;
     // Fewest replicas of this model, then fewest CPU replicas, then most free memory, then id.
@@ -272,15 +280,16 @@ function tryCpu(ctx: Context, profile: Profile, profileIndex: number): ReplicaMe
 
 // ---- shared checks ----
 
-/** Host memory, checked only when the profile states what a replica needs. */
+/** Host memory a replica reserves ({@link hostMemoryOf}): what the profile states, or a CPU replica's weights. */
 function fitsHostMemory(ctx: Context, node: NodeInfo, usage: NodeUsage, profile: Profile, profileIndex: number): boolean {
-  if (profile.memoryBytes <= 0) return true;
+  const need = hostMemoryOf(ctx.request.model, profile);
+  if (need <= 0) return true;
   const free = node.memoryBytes - usage.memoryBytes;
-  if (free >= profile.memoryBytes) return true;
+  if (free >= need) return true;
   ctx.reasons?.push({
     profileIndex,
     nodeId: node.id,
-    reason: `memory: needs ${formatGb(profile.memoryBytes)}, ${formatGb(Math.max(0, free))} free`,
+    reason: `memory: needs ${formatGb(need)}, ${formatGb(Math.max(0, free))} free`,
   });
   return false;
 }

@@ -23,6 +23,8 @@ const nodeArb = fc.record({
   unhealthy: fc.array(fc.nat(7), { maxLength: 2 }),
   used: fc.array(fc.constantFrom(undefined, undefined, undefined, 0, 30 * GB, 79 * GB), { minLength: 8, maxLength: 8 }),
   memoryGb: fc.integer({ min: 8, max: 256 }),
+  /** 0 = the node did not say. */
+  cpuCores: fc.constantFrom(0, 1, 2, 4, 16, 16),
   cacheFreeGb: fc.integer({ min: 0, max: 120 }),
   cached: fc.subarray(CACHE_NAMES),
 });
@@ -49,7 +51,7 @@ function buildNode(id: string, n: ValueOf<typeof nodeArb>): NodeInfo {
         healthy: !n.unhealthy.includes(index),
       };
     }),
-    cpuCores: 16,
+    cpuCores: n.cpuCores,
     memoryBytes: n.memoryGb * GB,
     cache: {
       dir: '/cache',
@@ -136,11 +138,19 @@ const anyScenarioArb = fc.oneof(scenarioArb, multiNodeScenarioArb);
 
 // ---- oracle: a naive re-statement of the fit rules, used to check completeness ----
 
+/** Host memory a replica reserves: what the profile states, else a CPU replica's weights. */
+function naiveMemoryNeed(req: PlacementRequest, p: Profile): number {
+  if (p.memoryBytes > 0) return p.memoryBytes;
+  return p.gpuClass === undefined ? req.model.sizeBytes : 0;
+}
+
 function naiveNodeFits(node: NodeInfo, inv: Inventory, req: PlacementRequest, p: Profile): boolean {
   if (node.state !== 'healthy' || node.cordoned) return false;
   const mine = inv.allocations.filter((a) => a.nodeId === node.id);
   const usedMem = mine.reduce((s, a) => s + (a.memoryBytes ?? 0), 0);
-  if (p.memoryBytes > 0 && node.memoryBytes - usedMem < p.memoryBytes) return false;
+  const need = naiveMemoryNeed(req, p);
+  if (need > 0 && node.memoryBytes - usedMem < need) return false;
+  if (p.gpuClass === undefined && node.cpuCores > 0 && mine.filter((a) => a.gpuIndices.length === 0).length >= node.cpuCores) return false;
   const holds = req.cacheName !== undefined && node.cache.entries.some((e) => e.name === req.cacheName);
   if (req.cacheName !== undefined && !holds && node.cache.freeBytes < req.model.sizeBytes) return false;
   if (p.gpuClass === undefined) return true;
@@ -277,6 +287,30 @@ describe('place: invariants over random fleets', () => {
     );
   });
 
+  it('never over-allocates a node: GPUs, host memory and CPU cores, recomputed from the placements alone', () => {
+    fc.assert(
+      fc.property(anyScenarioArb, (s) => {
+        const gpus = new Map<string, number>();
+        const memory = new Map<string, number>();
+        const cpu = new Map<string, number>();
+        for (const { req, result } of run(s).steps) {
+          if (!result.ok) continue;
+          const p = req.model.profiles[result.profileIndex];
+          for (const m of result.members) {
+            gpus.set(m.nodeId, (gpus.get(m.nodeId) ?? 0) + m.gpuIndices.length);
+            memory.set(m.nodeId, (memory.get(m.nodeId) ?? 0) + naiveMemoryNeed(req, p));
+            if (p.gpuClass === undefined) cpu.set(m.nodeId, (cpu.get(m.nodeId) ?? 0) + 1);
+          }
+        }
+        for (const n of s.fleet) {
+          expect(gpus.get(n.id) ?? 0, `GPUs on ${n.id}`).toBeLessThanOrEqual(n.gpus.filter((g) => g.healthy).length);
+          expect(memory.get(n.id) ?? 0, `memory on ${n.id}`).toBeLessThanOrEqual(n.memoryBytes);
+          if (n.cpuCores > 0) expect(cpu.get(n.id) ?? 0, `CPU replicas on ${n.id}`).toBeLessThanOrEqual(n.cpuCores);
+        }
+      }),
+    );
+  });
+
   it('is deterministic: shuffling nodes and allocations changes nothing, reasons included', () => {
     fc.assert(
       fc.property(anyScenarioArb, (s) => {
@@ -355,14 +389,15 @@ describe('place: CPU replicas spread', () => {
             memoryTotalBytes: 80 * GB,
             healthy: true,
           })),
-          cpuCores: 8,
+          // Room for every replica: only the spread is under test here.
+          cpuCores: 64,
           memoryBytes: n.memoryGb * GB,
           cache: { dir: '/c', totalBytes: 0, freeBytes: 0, entries: [] },
           state: n.state,
           cordoned: n.cordoned,
         }));
         const models = ['a', 'b'].map((name) => ({
-          model: { name, aliases: [], source: `file:///${name}`, sizeBytes: GB, replicas: { min: 1, max: 1 }, profiles: [cpuProfile()] },
+          model: { name, aliases: [], source: `file:///${name}`, sizeBytes: GB / 100, replicas: { min: 1, max: 1 }, profiles: [cpuProfile()] },
         }));
         let inv: Inventory = { nodes: shuffle(nodes, seed), allocations: [] };
         order.forEach((pickA, i) => {

@@ -63,7 +63,7 @@ describe('previewPlacement', () => {
     const catalog = Catalog.create({
       models: [gpuModel('g', 1), { name: 'cpu', source: 'https://h/c.gguf', size: 1, replicas: PREVIEW_MAX_REPLICAS_PER_MODEL + 5, profiles: [{ engine: 'llamacpp' }] }],
     });
-    const preview = previewPlacement(catalog, [node('c', 2, { cordoned: true }), node('l', 2, { state: 'lost' }), node('cpu-only', 0)], []);
+    const preview = previewPlacement(catalog, [node('c', 2, { cordoned: true }), node('l', 2, { state: 'lost' }), node('cpu-only', 0, { cpuCores: 128 })], []);
     expect(preview.models[0].outcome).toBe('unplaceable');
     expect(preview.models[0].unplaceable?.reasons.map((r) => r.nodeId).sort()).toEqual(['c', 'cpu-only', 'l']);
     expect(preview.models[1]).toMatchObject({ outcome: 'fits', truncated: true });

@@ -1,6 +1,6 @@
 import { cacheName, type Catalog } from '@llmgw/catalog';
 import type { NodeInfo, Replica, ReplicaState } from '@llmgw/domain';
-import { describeProfile, PlacementIndex, type Allocation, type PlacementReason } from '@llmgw/placement';
+import { describeProfile, hostMemoryOf, PlacementIndex, type Allocation, type PlacementReason } from '@llmgw/placement';
 
 /** Replica states that hold GPUs and memory; stopped, failed and lost replicas hold nothing. */
 const HOLDING_STATES: ReadonlySet<ReplicaState> = new Set(['pending', 'fetching', 'starting', 'ready', 'draining']);
@@ -59,7 +59,8 @@ export function previewPlacement(catalog: Catalog, nodes: readonly NodeInfo[], r
     if (!model || model.name !== replica.model) continue;
     existing.set(replica.model, (existing.get(replica.model) ?? 0) + 1);
     const profile = model.profiles[replica.profileIndex];
-    const memoryBytes = profile && profile.memoryBytes > 0 ? profile.memoryBytes : undefined;
+    const reserved = profile ? hostMemoryOf(model, profile) : 0;
+    const memoryBytes = reserved > 0 ? reserved : undefined;
     for (const m of replica.members) {
       allocations.push({
         replicaId: replica.id,

@@ -1,6 +1,6 @@
 import { cacheName, type Catalog } from '@llmgw/catalog';
 import type { Model, NodeInfo, ReplicaMember } from '@llmgw/domain';
-import { PlacementIndex, type Allocation, type PlacementReason, type PlacementRequest } from '@llmgw/placement';
+import { hostMemoryOf, PlacementIndex, type Allocation, type PlacementReason, type PlacementRequest } from '@llmgw/placement';
 import type { NodeEntry } from '../nodes/node.entry';
 import { GONE_STATES, LIVE_STATES, type ReplicaEntry } from '../replicas/replica.entry';
 import { backoffDelay, type BackoffWindow } from './backoff.policy';
@@ -298,8 +298,10 @@ export function inventoryOf(
   for (const e of replicas.values()) {
     const r = e.replica;
     if (GONE_STATES.has(r.state)) continue;
-    const profile = catalog?.get(r.model)?.profiles[r.profileIndex];
-    const memoryBytes = profile && profile.memoryBytes > 0 ? profile.memoryBytes : undefined;
+    const model = catalog?.get(r.model);
+    const profile = model?.profiles[r.profileIndex];
+    const reserved = model && profile ? hostMemoryOf(model, profile) : 0;
+    const memoryBytes = reserved > 0 ? reserved : undefined;
     for (const m of r.members) {
       allocations.push({ replicaId: r.id, model: r.model, nodeId: m.nodeId, gpuIndices: m.gpuIndices, ...(memoryBytes !== undefined ? { memoryBytes } : {}) });
     }
