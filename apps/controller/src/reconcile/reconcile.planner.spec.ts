@@ -195,6 +195,50 @@ describe('planReconcile', () => {
     expect(again).toMatchObject({ attempts: 2, since: NOW, retryAt: NOW + 1_000 + 2_000 });
   });
 
+  it('places none of a model that wants more replicas than the whole fleet could ever hold, and says why', () => {
+    // 2 nodes × 8 GPUs, one lost: even healthy and empty they hold 16 one-GPU replicas, not 1000.
+    const nodes = [node('node-1'), node('node-2', { state: 'lost', connected: false })];
+    const flood = catalog([{ name: 'llama', replicas: 1000 }]);
+    const plan = planReconcile(input({ catalog: flood, nodes }));
+    expect(kinds(plan)).toEqual(['unplaceable']);
+    const state = of(plan, 'unplaceable')[0].state;
+    expect(state.summary.split('\n')[0]).toBe(
+      'model llama: wants 1000 replicas, but the fleet (2 nodes) could hold at most 16 even with every node healthy and running nothing else; none placed',
+    );
+    expect(state.summary).toContain('needs 1 free GPU, has 0: node-1');
+    expect(state).toMatchObject({ attempts: 1, retryAt: NOW + 1_000 });
+    // Not tried again before its backoff.
+    expect(planReconcile(input({ catalog: flood, nodes, unplaceable: new Map([['llama', state]]), now: NOW + 999 }))).toEqual([]);
+  });
+
+  it('still places what fits when the fleet could hold every wanted replica once other replicas leave', () => {
+    // 16 wanted; node-1 holds 8 of another model's replicas, so 8 fit now and the rest wait.
+    const busy = Array.from({ length: 8 }, (_, i) => replica(`o${i}`, 'node-1', { model: 'other', members: [{ nodeId: 'node-1', rank: 0, gpuIndices: [i], port: 8000 + i }] }));
+    const nodes = [node('node-1', { reported: busy.map((r) => reported(r.replica.id, 'ready', 'other')) }), node('node-2')];
+    const plan = planReconcile(input({ catalog: catalog([{ name: 'llama', replicas: 16 }, { name: 'other', replicas: 8 }]), nodes, replicas: busy }));
+    expect(of(plan, 'place')).toHaveLength(8);
+    expect(of(plan, 'unplaceable')[0].state.summary.split('\n')[0]).toBe('model llama: no profile fits');
+  });
+
+  it('never floods one node with CPU replicas: each takes a core and its weights in memory', () => {
+    const cpu = Catalog.create({
+      models: [{ name: 'tiny', source: 'hf://org/tiny/tiny.gguf@main', size: '1GB', replicas: 93, profiles: [{ engine: 'llamacpp' }] }],
+    });
+    const small = { ...node('node-1'), info: { ...node('node-1').info, gpus: [], cpuCores: 16, memoryBytes: 8 * GB } };
+    const plan = planReconcile(input({ catalog: cpu, nodes: [small] }));
+    expect(kinds(plan)).toEqual(['unplaceable']);
+    expect(of(plan, 'unplaceable')[0].state.summary.split('\n')[0]).toBe(
+      'model tiny: wants 93 replicas, but the fleet (1 node) could hold at most 8 even with every node healthy and running nothing else; none placed',
+    );
+    // Within what the node holds, CPU replicas are placed up to its memory and cores.
+    const eight = Catalog.create({ models: [{ ...cpu.toSpec().models[0], replicas: 8 }] });
+    expect(of(planReconcile(input({ catalog: eight, nodes: [small] })), 'place')).toHaveLength(8);
+    const cores = { ...small, info: { ...small.info, cpuCores: 3 } };
+    const three = planReconcile(input({ catalog: Catalog.create({ models: [{ ...cpu.toSpec().models[0], replicas: 3 }] }), nodes: [cores] }));
+    expect(of(three, 'place')).toHaveLength(3);
+    expect(kinds(planReconcile(input({ catalog: eight, nodes: [cores] })))).toEqual(['unplaceable']);
+  });
+
   it('clears unplaceable once the model is placed or gone', () => {
     const known = new Map<string, UnplaceableState>([['llama', { reasons: [], summary: 'x', attempts: 3, since: 0, retryAt: 0, epoch: 0 }]]);
     expect(kinds(planReconcile(input({ nodes: [node('node-1')], unplaceable: known })))).toEqual(['place', 'place', 'placeable']);

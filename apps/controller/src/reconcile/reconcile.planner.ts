@@ -1,6 +1,6 @@
 import { cacheName, type Catalog } from '@llmgw/catalog';
 import type { Model, NodeInfo, ReplicaMember } from '@llmgw/domain';
-import { hostMemoryOf, PlacementIndex, type Allocation, type PlacementReason, type PlacementRequest } from '@llmgw/placement';
+import { fleetCapacity, hostMemoryOf, PlacementIndex, type Allocation, type PlacementReason, type PlacementRequest, type PlacementResult } from '@llmgw/placement';
 import type { NodeEntry } from '../nodes/node.entry';
 import { GONE_STATES, LIVE_STATES, type ReplicaEntry } from '../replicas/replica.entry';
 import { backoffDelay, type BackoffWindow } from './backoff.policy';
@@ -209,6 +209,7 @@ export function planReconcile(input: PlanInput): PlanAction[] {
     for (const nodeId of movedFrom.get(model.name) ?? []) avoided.add(nodeId);
     let target = avoided.size > 0 ? PlacementIndex.build(without(placementIndex().inventory, avoided)) : placementIndex();
     let refused: { reasons: PlacementReason[]; summary: string } | undefined;
+    const placed: { replicaId: string; result: PlacementResult & { ok: true } }[] = [];
     for (let i = 0; i < need; i++) {
       const result = target.place(request);
       if (!result.ok) {
@@ -216,6 +217,26 @@ export function planReconcile(input: PlanInput): PlanAction[] {
         break;
       }
       const replicaId = input.newReplicaId(model.name);
+      placed.push({ replicaId, result });
+      target = target.withAllocation(replicaId, request, result);
+    }
+    // Short of room: if the whole fleet could never hold what the model wants, place none of it
+    // rather than fill every node and still fall short (`replicas: 1000` on three nodes).
+    if (refused) {
+      const capacity = fleetCapacity(request, [...nodes.values()].map((n) => n.info), desired);
+      if (capacity < desired) {
+        placed.length = 0;
+        const [, ...details] = refused.summary.split('\n');
+        refused = {
+          reasons: refused.reasons,
+          summary: [
+            `model ${model.name}: wants ${desired} replicas, but the fleet (${nodes.size} ${nodes.size === 1 ? 'node' : 'nodes'}) could hold at most ${capacity} even with every node healthy and running nothing else; none placed`,
+            ...details,
+          ].join('\n'),
+        };
+      }
+    }
+    for (const { replicaId, result } of placed) {
       const name = request.cacheName;
       const fetchOn: string[] = [];
       if (name !== undefined) {
@@ -227,9 +248,7 @@ export function planReconcile(input: PlanInput): PlanAction[] {
         }
       }
       actions.push({ kind: 'place', replicaId, model: model.name, profileIndex: result.profileIndex, members: result.members, fetchOn });
-      target = target.withAllocation(replicaId, request, result);
-      if (avoided.size === 0) index = target;
-      else index = placementIndex().withAllocation(replicaId, request, result);
+      index = placementIndex().withAllocation(replicaId, request, result);
     }
     if (refused) {
       const attempts = (known?.attempts ?? 0) + 1;
