@@ -1,13 +1,33 @@
 import { Inject, Injectable, type BeforeApplicationShutdown, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import { ReadinessService, ROOT_LOGGER, type Logger, type ReadinessGate } from '@llmgw/observability';
+import { clientErrorAnswer, rawErrorResponse, sendError } from './api/openai-error.mapper';
 import { ROUTER_CONFIG, type RouterConfig } from './config/router.config';
 import { isApiPath } from './proxy/api-path';
 import { FastHttpFrontend } from './proxy/fast-http.frontend';
 import { RouterCore } from './router.core';
 
 type RequestListener = (req: IncomingMessage, res: ServerResponse) => void;
+
+/** The operational endpoints Express serves (the observability module's); every other path is the proxy's to answer. */
+const FRAMEWORK_PATHS: ReadonlySet<string> = new Set(['/healthz', '/readyz', '/metrics']);
+
+/**
+ * Node's clientError (a head or body its parser refuses, a request timeout on a connection it
+ * serves) answered like Node does — status, then close — but with an OpenAI-shaped body.
+ */
+function answerClientError(error: Error & { code?: string; reason?: string }, socket: Socket): void {
+  const started = (socket as Socket & { _httpMessage?: { headersSent?: boolean } })._httpMessage?.headersSent === true;
+  if (error.code === 'ECONNRESET' || !socket.writable || started) {
+    socket.destroy();
+    return;
+  }
+  const { kind, message } = clientErrorAnswer(error);
+  socket.end(rawErrorResponse(kind, message));
+  socket.destroySoon();
+}
 
 /**
  * Puts the router core into the Nest app's lifecycle: at bootstrap it installs the proxy as
@@ -43,12 +63,33 @@ export class RouterRuntimeService implements OnApplicationBootstrap, BeforeAppli
     // connection the router is closing at that moment (a spurious 502 at the balancer).
     server.keepAliveTimeout = 65_000;
     server.headersTimeout = 66_000;
+    // Every answer Node would give bodiless (400/408/431, 417, a missing Host) is written here in the OpenAI shape.
+    server.on('clientError', answerClientError);
+    server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => {
+      sendError(res, 'expectation_failed', `Expect: ${String(req.headers.expect).slice(0, 64)} is not supported; only 100-continue is.`, null, { connection: 'close' });
+    });
+    // Node reads this server property per request (it is not in @types/node).
+    (server as Server & { requireHostHeader: boolean }).requireHostHeader = false;
     const framework = server.listeners('request') as RequestListener[];
     server.removeAllListeners('request');
     const proxy = this.core.handle;
     server.on('request', (req: IncomingMessage, res: ServerResponse) => {
-      if (isApiPath(req.url)) proxy(req, res);
-      else for (const listener of framework) listener.call(server, req, res);
+      if (req.httpVersionMajor === 1 && req.httpVersionMinor === 1 && req.headers.host === undefined) {
+        // RFC 9112 §3.2 (Node's requireHostHeader, with a body).
+        sendError(res, 'bad_http_request', 'An HTTP/1.1 request must carry a Host header.', null, { connection: 'close' });
+        return;
+      }
+      const url = req.url ?? '/';
+      const q = url.indexOf('?');
+      const path = q < 0 ? url : url.slice(0, q);
+      if (isApiPath(url) || !FRAMEWORK_PATHS.has(path)) {
+        // The proxy answers unknown paths too (404 in the OpenAI shape, not Express's page).
+        proxy(req, res);
+      } else if (req.method !== 'GET' && req.method !== 'HEAD') {
+        sendError(res, 'method_not_allowed', `Method ${req.method} is not allowed on ${path}; use GET.`, null, { allow: 'GET, HEAD' });
+      } else {
+        for (const listener of framework) listener.call(server, req, res);
+      }
     });
     // In front of both: the router's own HTTP/1.1 reader takes new connections and serves plain
     // /v1 requests itself; a connection's first request it does not serve sends the connection

@@ -1,7 +1,7 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { ENGINE_ERROR_BODY_LIMIT, engineErrorBody, errorBody, errorShape, sendError, sseErrorEvent, type RouterErrorKind } from './openai-error.mapper';
+import { clientErrorAnswer, ENGINE_ERROR_BODY_LIMIT, engineErrorBody, errorBody, errorShape, rawErrorResponse, sendError, sseErrorEvent, type RouterErrorKind } from './openai-error.mapper';
 
 describe('errorShape', () => {
   it.each<[RouterErrorKind, number, string]>([
@@ -10,6 +10,10 @@ describe('errorShape', () => {
     ['method_not_allowed', 405, 'method_not_allowed'],
     ['invalid_json', 400, 'invalid_json'],
     ['invalid_request', 400, 'invalid_request'],
+    ['bad_http_request', 400, 'bad_request'],
+    ['headers_too_large', 431, 'request_header_fields_too_large'],
+    ['expectation_failed', 417, 'expectation_failed'],
+    ['request_timeout', 408, 'request_timeout'],
     ['model_not_found', 404, 'model_not_found'],
     ['endpoint_not_served', 400, 'unsupported_endpoint'],
     ['body_too_large', 413, 'request_too_large'],
@@ -47,6 +51,21 @@ describe('errorShape', () => {
     } finally {
       server.close();
     }
+  });
+
+  it('writes a whole HTTP/1.1 response with the JSON body for a socket without a response object', () => {
+    const text = rawErrorResponse('request_timeout', 'slow é').toString('utf8');
+    const body = JSON.stringify(errorBody('request_timeout', 'slow é'));
+    expect(text).toBe(`HTTP/1.1 408 Request Timeout\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
+  });
+
+  it.each<[{ code?: string; reason?: string }, RouterErrorKind, string]>([
+    [{ code: 'HPE_HEADER_OVERFLOW' }, 'headers_too_large', 'Request header fields are too large.'],
+    [{ code: 'ERR_HTTP_REQUEST_TIMEOUT' }, 'request_timeout', 'The request did not arrive in time.'],
+    [{ code: 'HPE_CHUNK_EXTENSIONS_OVERFLOW' }, 'body_too_large', 'Chunk extensions are too large.'],
+    [{ code: 'HPE_INVALID_METHOD', reason: 'Invalid method encountered' }, 'bad_http_request', 'Malformed HTTP request: Invalid method encountered (HPE_INVALID_METHOD).'],
+  ])("answers Node's clientError %j as Node picks the status", (error, kind, message) => {
+    expect(clientErrorAnswer(error)).toEqual({ kind, message });
   });
 });
 

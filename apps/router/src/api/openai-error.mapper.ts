@@ -1,3 +1,4 @@
+import { STATUS_CODES } from 'node:http';
 import type { ApiResponse } from '../proxy/api-exchange';
 
 /** Every way the router itself refuses or fails a request. Each maps to exactly one status. */
@@ -7,6 +8,10 @@ export type RouterErrorKind =
   | 'method_not_allowed'
   | 'invalid_json'
   | 'invalid_request'
+  | 'bad_http_request'
+  | 'headers_too_large'
+  | 'expectation_failed'
+  | 'request_timeout'
   | 'model_not_found'
   | 'endpoint_not_served'
   | 'body_too_large'
@@ -46,6 +51,14 @@ export function errorShape(kind: RouterErrorKind): ErrorShape {
       return { status: 400, type: 'invalid_request_error', code: 'invalid_json' };
     case 'invalid_request':
       return { status: 400, type: 'invalid_request_error', code: 'invalid_request' };
+    case 'bad_http_request':
+      return { status: 400, type: 'invalid_request_error', code: 'bad_request' };
+    case 'headers_too_large':
+      return { status: 431, type: 'invalid_request_error', code: 'request_header_fields_too_large' };
+    case 'expectation_failed':
+      return { status: 417, type: 'invalid_request_error', code: 'expectation_failed' };
+    case 'request_timeout':
+      return { status: 408, type: 'invalid_request_error', code: 'request_timeout' };
     case 'model_not_found':
       return { status: 404, type: 'invalid_request_error', code: 'model_not_found' };
     case 'endpoint_not_served':
@@ -154,4 +167,36 @@ export function engineErrorBody(status: number, raw: Buffer): OpenAiErrorBody {
 
 function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/**
+ * A whole HTTP/1.1 error response with `Connection: close`, as bytes to write on a socket that
+ * has no response object (a refused head, a request timeout, Node's clientError).
+ */
+export function rawErrorResponse(kind: RouterErrorKind, message: string): Buffer {
+  const shape = errorShape(kind);
+  const text = JSON.stringify(errorBody(kind, message));
+  const head = `HTTP/1.1 ${shape.status} ${STATUS_CODES[shape.status] ?? 'Error'}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(text)}\r\nconnection: close\r\n\r\n`;
+  return Buffer.from(head + text, 'utf8');
+}
+
+/**
+ * What to answer for an error Node's HTTP server reports on a client connection (its
+ * `clientError`: a head or body its parser refuses, a request timeout), the way Node itself
+ * picks the status: 431 for an over-large head, 408 for a timeout, 413 for over-long chunk
+ * extensions, 400 for anything else. The message names Node's reason, never the bytes sent.
+ */
+export function clientErrorAnswer(error: { readonly code?: string; readonly reason?: string; readonly message?: string }): { kind: RouterErrorKind; message: string } {
+  switch (error.code) {
+    case 'HPE_HEADER_OVERFLOW':
+      return { kind: 'headers_too_large', message: 'Request header fields are too large.' };
+    case 'ERR_HTTP_REQUEST_TIMEOUT':
+      return { kind: 'request_timeout', message: 'The request did not arrive in time.' };
+    case 'HPE_CHUNK_EXTENSIONS_OVERFLOW':
+      return { kind: 'body_too_large', message: 'Chunk extensions are too large.' };
+    default: {
+      const reason = error.reason ?? error.message ?? 'unparseable request';
+      return { kind: 'bad_http_request', message: `Malformed HTTP request: ${reason}${error.code !== undefined ? ` (${error.code})` : ''}.` };
+    }
+  }
 }

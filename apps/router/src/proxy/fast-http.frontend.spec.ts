@@ -1,6 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { connect, type AddressInfo, type Socket } from 'node:net';
+import { connect, type AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
+import { RawClient } from '../test/router.harness';
 import { FastHttpFrontend, type FastFrontendOptions, type FastRequest, type FastResponse } from './fast-http.frontend';
 
 /** A real HTTP server whose Node listener answers "node <method> <url> <body>"; the fast handler is the test's. */
@@ -58,42 +59,6 @@ async function rig(handler: (req: FastRequest, res: FastResponse) => void = echo
   };
   rigs.push(r);
   return r;
-}
-
-/** A raw client connection collecting every byte it receives. */
-class RawClient {
-  received = '';
-  ended = false;
-  readonly socket: Socket;
-
-  constructor(port: number) {
-    this.socket = connect(port, '127.0.0.1');
-    this.socket.setEncoding('latin1');
-    this.socket.on('data', (d: string) => (this.received += d));
-    this.socket.on('close', () => (this.ended = true));
-    this.socket.on('error', () => undefined);
-  }
-
-  send(text: string): void {
-    this.socket.write(text, 'latin1');
-  }
-
-  async until(check: (received: string) => boolean, ms = 5_000): Promise<string> {
-    const deadline = Date.now() + ms;
-    while (!check(this.received)) {
-      if (Date.now() > deadline) throw new Error(`timed out; received so far: ${JSON.stringify(this.received)}`);
-      await new Promise((r) => setTimeout(r, 5));
-    }
-    return this.received;
-  }
-
-  async closed(ms = 5_000): Promise<void> {
-    const deadline = Date.now() + ms;
-    while (!this.ended) {
-      if (Date.now() > deadline) throw new Error('connection still open');
-      await new Promise((r) => setTimeout(r, 5));
-    }
-  }
 }
 
 const post = (url: string, body: string, extra = ''): string => `POST ${url} HTTP/1.1\r\nHost: x\r\n${extra}Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
@@ -210,6 +175,32 @@ describe('FastHttpFrontend', () => {
     expect(r.seen).toEqual([]);
   });
 
+  // The rig's head timeout is 60 s: an answer within the 5 s patience is Node's refusal, not the timeout.
+  it.each([
+    ['garbage bytes', 'this is not http at all', 'method not GET or POST'],
+    ['a TLS ClientHello', '\x16\x03\x01\x00\xa5\x01\x00\x00\xa1\x03\x03', 'method not GET or POST'],
+    ['an LF-only request', 'GET /v1/models HTTP/1.1\nHost: x\n\n', 'bare LF in the request head'],
+    ['a request line with a stray CR', 'POST /v1/models HTTP/1.1\rHost: x', 'CR without LF in the request head'],
+  ])('hands %s to Node at once, which answers 400 and closes without waiting for the head timeout', async (_what, bytes, reason) => {
+    const r = await rig();
+    const c = new RawClient(r.port);
+    c.send(bytes);
+    expect(await c.until((t) => t.includes('\r\n\r\n'))).toMatch(/^HTTP\/1\.1 400 Bad Request\r\n/);
+    await c.closed();
+    expect(r.handovers).toEqual([reason]);
+    expect(r.seen).toEqual([]);
+  });
+
+  it("never serves a request without Host: it goes to Node's server, which refuses it", async () => {
+    const r = await rig();
+    const c = new RawClient(r.port);
+    c.send('POST /v1/completions HTTP/1.1\r\nContent-Length: 2\r\n\r\n{}');
+    expect(await c.until((t) => t.includes('\r\n\r\n'))).toMatch(/^HTTP\/1\.1 400 Bad Request\r\n/);
+    await c.closed();
+    expect(r.handovers).toEqual(['no Host header']);
+    expect(r.seen).toEqual([]);
+  });
+
   it('dispatches a request declaring a body over the limit unread, then closes the connection after the answer', async () => {
     const r = await rig((_req, res) => {
       res.writeHead(413, { 'content-length': 0, connection: 'close' });
@@ -262,7 +253,9 @@ describe('FastHttpFrontend', () => {
 
     const slow = new RawClient(r.port);
     slow.send('POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nabc');
-    expect(await slow.until((t) => t.includes('\r\n\r\n'))).toMatch(/^HTTP\/1\.1 408 Request Timeout\r\n/);
+    const answer = await slow.until((t) => t.includes('}}'));
+    expect(answer).toMatch(/^HTTP\/1\.1 408 Request Timeout\r\n/);
+    expect(JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4))).toMatchObject({ error: { code: 'request_timeout', type: 'invalid_request_error' } });
     await slow.closed();
     expect(r.seen.map((s) => s.body)).toEqual(['x']);
   });

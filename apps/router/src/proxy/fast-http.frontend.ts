@@ -1,6 +1,7 @@
 import { STATUS_CODES, type Server } from 'node:http';
 import type { Socket } from 'node:net';
-import { parseRequestHead, type FastRequestHead } from './http1-request.parser';
+import { rawErrorResponse, type RouterErrorKind } from '../api/openai-error.mapper';
+import { parseRequestHead, unservableHeadPrefix, type FastRequestHead } from './http1-request.parser';
 import { CR_LF_NUL, joinForWrite } from './http1.syntax';
 
 /** Front-end settings; sizes in bytes, times in milliseconds. */
@@ -195,6 +196,8 @@ class FastConnection {
   private bodyStart = 0;
   private bodyParts: Buffer[] | undefined;
   private bodyHave = 0;
+  /** How much of `pending` has been found able to start a fast-path head (see unservableHeadPrefix). */
+  private headChecked = 0;
   private response: FastResponse | undefined;
   private dispatching = false;
   private paused = false;
@@ -271,9 +274,18 @@ class FastConnection {
       if (this.head === undefined) {
         const end = buf.indexOf(CRLF_CRLF);
         if (end < 0 || end > MAX_HEAD_BYTES) {
-          if (end > MAX_HEAD_BYTES || buf.length > MAX_HEAD_BYTES) this.handOver('request head too large');
+          if (end > MAX_HEAD_BYTES || buf.length > MAX_HEAD_BYTES) {
+            this.handOver('request head too large');
+            return;
+          }
+          // Bytes that can never become a head served here go to Node now (garbage, TLS, bare
+          // LFs: an immediate 400 there), not after the head timeout.
+          const unservable = unservableHeadPrefix(buf, this.headChecked, buf.length);
+          if (unservable !== undefined) this.handOver(unservable);
+          else this.headChecked = buf.length;
           return;
         }
+        this.headChecked = 0;
         const parsed = parseRequestHead(buf.toString('latin1', 0, end));
         if (!parsed.ok) {
           this.handOver(parsed.reason);
@@ -413,13 +425,27 @@ class FastConnection {
   expire(now: number): void {
     const { keepAliveTimeoutMs, headersTimeoutMs, requestTimeoutMs } = this.frontend.options;
     // 'closing': we ended our side; a client that never ends its side is dropped.
-    if ((this.state === 'idle' || this.state === 'closing') && now - this.since >= keepAliveTimeoutMs) this.socket.destroy();
-    else if (this.state === 'reading' && now - this.since >= (this.head === undefined ? headersTimeoutMs : requestTimeoutMs)) {
-      this.state = 'closing';
-      this.since = now;
-      this.socket.end('HTTP/1.1 408 Request Timeout\r\nconnection: close\r\ncontent-length: 0\r\n\r\n', 'latin1');
-      this.socket.destroySoon();
+    if (this.state === 'idle' || this.state === 'closing') {
+      if (now - this.since >= keepAliveTimeoutMs) this.socket.destroy();
+      return;
     }
+    if (this.state !== 'reading') return;
+    if (this.head === undefined) {
+      if (now - this.since >= headersTimeoutMs) this.refuse(now, 'request_timeout', `The request head did not arrive within ${headersTimeoutMs} ms.`);
+      return;
+    }
+    if (now - this.since >= requestTimeoutMs) this.refuse(now, 'request_timeout', `The request did not arrive within ${requestTimeoutMs} ms.`);
+  }
+
+  /** Answers the request being read with an OpenAI-shaped error and closes; what it sent so far is dropped. */
+  private refuse(now: number, kind: RouterErrorKind, message: string): void {
+    this.state = 'closing';
+    this.since = now;
+    this.pending = undefined;
+    this.bodyParts = undefined;
+    this.head = undefined;
+    this.socket.end(rawErrorResponse(kind, message));
+    this.socket.destroySoon();
   }
 
   /** @internal Shutting down: an idle connection closes now, a busy one after its answer. */
@@ -439,7 +465,8 @@ class FastConnection {
  * time; pipelined ones wait) and hands them to the proxy with light request/response objects
  * instead of Node's IncomingMessage/ServerResponse streams, which cost more than the rest of a
  * proxied request together. The first request it would not serve (see parseRequestHead: other
- * paths such as /metrics, HTTP/1.0, chunked uploads, anything malformed) hands the connection,
+ * paths such as /metrics, HTTP/1.0, chunked uploads, no Host, anything malformed — as soon as the
+ * first bytes show it, not when the head is complete) hands the connection,
  * bytes read so far included, to Node's HTTP server for good, so Node's parser keeps deciding
  * everything unusual and health checks and metrics keep going through Express.
  *

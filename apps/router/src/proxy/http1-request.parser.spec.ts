@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parseRequestHead } from './http1-request.parser';
+import { parseRequestHead, unservableHeadPrefix } from './http1-request.parser';
 
 const head = (...lines: string[]): string => lines.join('\r\n');
 
@@ -22,14 +22,14 @@ describe('parseRequestHead', () => {
   });
 
   it('treats a missing Content-Length as no body, and Connection: close as the last request', () => {
-    const r = parseRequestHead(head('GET /v1/models HTTP/1.1', 'Connection: Keep-Alive, close'));
+    const r = parseRequestHead(head('GET /v1/models HTTP/1.1', 'Host: r', 'Connection: Keep-Alive, close'));
     expect(r.ok && r.head.contentLength).toBe(0);
     expect(r.ok && r.head.keepAlive).toBe(false);
     expect(r.ok && r.head.method).toBe('GET');
   });
 
   it('keeps a header named __proto__ as a header, not a prototype', () => {
-    const r = parseRequestHead(head('POST /v1/completions HTTP/1.1', '__proto__: x'));
+    const r = parseRequestHead(head('POST /v1/completions HTTP/1.1', 'Host: r', '__proto__: x'));
     expect(r.ok).toBe(true);
     if (r.ok) {
       expect(r.head.headers.__proto__).toBe('x');
@@ -59,7 +59,36 @@ describe('parseRequestHead', () => {
     ['a space before the colon', head('POST /v1/embeddings HTTP/1.1', 'X-A : 1'), 'malformed header name'],
     ['a bare LF inside a value', head('POST /v1/embeddings HTTP/1.1', 'X-A: 1\nContent-Length: 9'), 'control character in a header value'],
     ['a NUL in a value', head('POST /v1/embeddings HTTP/1.1', 'X-A: a\0b'), 'control character in a header value'],
+    ['a request without Host', head('POST /v1/embeddings HTTP/1.1', 'Content-Length: 2'), 'no Host header'],
   ])('hands over %s', (_what, text, reason) => {
     expect(parseRequestHead(text)).toEqual({ ok: false, reason });
+  });
+});
+
+describe('unservableHeadPrefix', () => {
+  const check = (text: string): string | undefined => unservableHeadPrefix(Buffer.from(text, 'latin1'), 0, text.length);
+
+  it.each([
+    ['G', undefined],
+    ['POS', undefined],
+    ['POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nX-A: a\tb\r', undefined],
+    ['GET /v1/models HTTP/1.1\r\n', undefined],
+    ['PUT /v1/models HTTP/1.1\r\n', 'method not GET or POST'],
+    ['\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03', 'method not GET or POST'],
+    ['garbage bytes', 'method not GET or POST'],
+    ['GET /v1/models HTTP/1.1\nHost: x\n', 'bare LF in the request head'],
+    ['GET /v1/models HTTP/1.1\rHost: x', 'CR without LF in the request head'],
+    ['POST /v1/models HTTP/1.1\r\nX-A: \x01', 'control character in the request head'],
+  ])('%j → %s', (text, reason) => {
+    expect(check(text)).toBe(reason);
+  });
+
+  it('judges a head arriving a byte at a time as it would judge it whole, a CR split from what follows included', () => {
+    for (const text of ['GET /v1/models HTTP/1.1\rHost: x', 'GET /v1/models HTTP/1.1\nHost', 'POST /v1/x HTTP/1.1\r\nHost: y\r\n', 'GEX']) {
+      const bytes = Buffer.from(text, 'latin1');
+      let reason: string | undefined;
+      for (let to = 1; to <= bytes.length && reason === undefined; to++) reason = unservableHeadPrefix(bytes, to - 1, to);
+      expect(reason).toBe(check(text));
+    }
   });
 });

@@ -33,7 +33,8 @@ const DIGITS = /^\d{1,15}$/;
  * Upgrade. Everything else — HTTP/1.0, chunked uploads, `100-continue`, obsolete line folding,
  * malformed lines, other paths — is handed to Node's HTTP server, whose parser accepts or
  * refuses it as it does today; the fast path never guesses, so there is one set of rules for
- * what is malformed (Node's) and no request-smuggling gap between two parsers.
+ * what is malformed (Node's) and no request-smuggling gap between two parsers. A head without
+ * `Host` goes there too, so the one rule refusing it sits beside Node's.
  */
 export function parseRequestHead(text: string): RequestHeadResult {
   const eol = text.indexOf('\r\n');
@@ -86,5 +87,43 @@ export function parseRequestHead(text: string): RequestHeadResult {
     const seen = headers[lower];
     headers[lower] = seen === undefined ? value : `${seen}, ${value}`;
   }
+  // RFC 9112 §3.2: an HTTP/1.1 request without Host is refused; the router's Node listener answers it.
+  if (headers.host === undefined) return handOver('no Host header');
   return { ok: true, head: { method, url, rawHeaders, headers, contentLength, keepAlive } };
+}
+
+const LF = 0x0a;
+const CR = 0x0d;
+const HTAB = 0x09;
+const FAST_METHODS = ['GET ', 'POST '];
+
+/**
+ * Looks at the bytes of a request head still arriving (`buf[from..to)`, `from` being where the
+ * previous look stopped) and says why they can no longer become a head the fast path serves:
+ * a first line that does not start with `GET ` or `POST `, a line ended by a bare LF or a CR
+ * without LF, or a control character. Undefined while they still may. Each byte is looked at
+ * once, so a head arriving a byte at a time costs no more than one arriving whole. The caller
+ * hands such a connection to Node's HTTP server at once, which refuses what is malformed (400)
+ * and serves what is merely unusual — no waiting for a blank line that may never come.
+ */
+export function unservableHeadPrefix(buf: Uint8Array, from: number, to: number): string | undefined {
+  if (from < 5) {
+    const line = Math.min(to, 5);
+    const viable = FAST_METHODS.some((m) => {
+      for (let i = 0; i < Math.min(line, m.length); i++) if (buf[i] !== m.charCodeAt(i)) return false;
+      return true;
+    });
+    if (!viable) return 'method not GET or POST';
+  }
+  // The byte before `from` again: a CR that ended the previous piece is judged by what follows it.
+  for (let i = from > 0 ? from - 1 : 0; i < to; i++) {
+    const c = buf[i];
+    if (c >= 0x20 && c !== 0x7f) continue;
+    if (c === LF) {
+      if (i === 0 || buf[i - 1] !== CR) return 'bare LF in the request head';
+    } else if (c === CR) {
+      if (i + 1 < to && buf[i + 1] !== LF) return 'CR without LF in the request head';
+    } else if (c !== HTAB) return 'control character in the request head';
+  }
+  return undefined;
 }

@@ -10,6 +10,7 @@ import {
   answerOk,
   FakeUpstream,
   postJson,
+  RawClient,
   sampleValue,
   startRouter,
   tempDir,
@@ -533,5 +534,57 @@ describe('after the first byte', () => {
       })(),
     ).rejects.toThrow(/stopped in the middle/);
     expect(sampleValue(await metricsText(r), 'llmgw_router_stream_errors_total', { model: 'm1' })).toBe(2);
+  });
+});
+
+describe('malformed heads and every answer in the OpenAI shape', () => {
+  const badRequest = { error: { message: expect.any(String), type: 'invalid_request_error', param: null, code: 'bad_request' } };
+
+  it.each([
+    ['garbage bytes', 'hello there, router\r\n\r\n'],
+    ['a TLS ClientHello', '\x16\x03\x01\x00\xa5\x01\x00\x00\xa1\x03\x03\x00\x01\x02'],
+    ['an LF-only request', 'GET /v1/models HTTP/1.1\nHost: router\n\n'],
+    ['a request without Host', 'POST /v1/chat/completions HTTP/1.1\r\nContent-Length: 15\r\n\r\n{"model":"m1"}'],
+    ['a chunked request without Host', 'POST /v1/chat/completions HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n'],
+    ['a bad chunk size', 'POST /v1/chat/completions HTTP/1.1\r\nHost: router\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n'],
+  ])('answers %s at once with 400 and a body, and closes', async (_what, bytes) => {
+    const u = await upstream();
+    const r = await router([{ id: 'a', url: u.url }]);
+    const c = RawClient.to(r);
+    c.send(bytes);
+    // The head timeout is 66 s: an answer within the default patience is the refusal itself.
+    const res = await c.response();
+    expect(res.status).toBe(400);
+    expect(res.head).toMatch(/\r\ncontent-type: application\/json/i);
+    expect(res.json).toEqual(badRequest);
+    await c.closed();
+    expect(u.hits).toBe(0);
+  });
+
+  it("answers Node's own refusals (431, 417) and every path outside the API in the OpenAI shape; health and metrics stay as they are", async () => {
+    const u = await upstream();
+    const r = await router([{ id: 'a', url: u.url }]);
+    const shape = (code: string) => ({ error: { message: expect.any(String), type: 'invalid_request_error', param: null, code } });
+
+    const huge = RawClient.to(r);
+    huge.send(`GET /v1/models HTTP/1.1\r\nHost: router\r\nX-Big: ${'b'.repeat(20_000)}\r\n\r\n`);
+    const tooLarge = await huge.response();
+    expect([tooLarge.status, tooLarge.json]).toEqual([431, shape('request_header_fields_too_large')]);
+
+    const expectation = RawClient.to(r);
+    expectation.send('POST /v1/chat/completions HTTP/1.1\r\nHost: router\r\nExpect: 200-ok\r\nContent-Length: 2\r\n\r\n{}');
+    const failed = await expectation.response();
+    expect([failed.status, failed.json]).toEqual([417, shape('expectation_failed')]);
+
+    const unknown = await fetch(`${r.url}/no/such/page`);
+    expect([unknown.status, unknown.headers.get('content-type'), await unknown.json()]).toEqual([404, 'application/json', shape('unknown_url')]);
+    const wrongMethod = await fetch(`${r.url}/healthz`, { method: 'POST' });
+    expect([wrongMethod.status, wrongMethod.headers.get('allow'), await wrongMethod.json()]).toEqual([405, 'GET, HEAD', shape('method_not_allowed')]);
+    const deleteModels = await fetch(`${r.url}/v1/models`, { method: 'DELETE' });
+    expect([deleteModels.status, await deleteModels.json()]).toEqual([405, shape('method_not_allowed')]);
+
+    expect(await (await fetch(`${r.url}/healthz`)).json()).toEqual({ status: 'ok' });
+    expect((await fetch(`${r.url}/readyz`)).status).toBe(200);
+    expect(await metricsText(r)).toContain('llmgw_router_requests_total');
   });
 });

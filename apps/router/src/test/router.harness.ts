@@ -3,7 +3,7 @@
 // controller speaking the real RouterService gRPC contract, and sim-engine processes.
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { connect, type AddressInfo, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Server as GrpcServer, ServerCredentials, status as GrpcStatus, type ServerWritableStream } from '@grpc/grpc-js';
@@ -20,7 +20,7 @@ import {
   type WatchRequest,
   type WatchResponse,
 } from '@llmgw/proto';
-import { runTsEntry, spawnProcess, type SpawnedProcess } from '@llmgw/testing';
+import { runTsEntry, spawnProcess, waitFor, type SpawnedProcess } from '@llmgw/testing';
 import type { Registry } from 'prom-client';
 import { stringify as toYaml } from 'yaml';
 import { routerConfigSchema } from '../config/router.config';
@@ -300,4 +300,69 @@ export function sampleValue(text: string, name: string, labels: Record<string, s
     if (Object.entries(labels).every(([k, v]) => got[k] === v)) return Number(m[4]);
   }
   return undefined;
+}
+
+/**
+ * A raw TCP client of an HTTP server on 127.0.0.1: sends bytes as given (malformed ones too) and
+ * collects every byte it receives, as latin1 text. Waits are on conditions with a deadline.
+ */
+export class RawClient {
+  received = '';
+  ended = false;
+  readonly socket: Socket;
+
+  constructor(port: number) {
+    this.socket = connect(port, '127.0.0.1');
+    this.socket.setEncoding('latin1');
+    this.socket.on('data', (d: string) => (this.received += d));
+    this.socket.on('close', () => (this.ended = true));
+    this.socket.on('error', () => undefined);
+  }
+
+  /** A client of the router under test. */
+  static to(r: { readonly url: string }): RawClient {
+    return new RawClient(Number(new URL(r.url).port));
+  }
+
+  send(data: string | Buffer): void {
+    if (typeof data === 'string') this.socket.write(data, 'latin1');
+    else this.socket.write(data);
+  }
+
+  /** Resolves with everything received once `check` holds on it; throws past the deadline. */
+  async until(check: (received: string) => boolean, ms = 5_000): Promise<string> {
+    await waitFor(() => check(this.received), { deadlineMs: ms, intervalMs: 5, message: `bytes received (so far ${JSON.stringify(this.received.slice(0, 300))})` });
+    return this.received;
+  }
+
+  /** The first response: status, head and the body framed by its Content-Length (parsed as JSON when it is). */
+  async response(ms = 5_000): Promise<{ status: number; head: string; text: string; json: unknown }> {
+    const complete = (t: string): boolean => {
+      const end = t.indexOf('\r\n\r\n');
+      if (end < 0) return false;
+      const m = /\r\ncontent-length: *(\d+)/i.exec(t.slice(0, end));
+      return m !== null ? Buffer.byteLength(t, 'latin1') >= end + 4 + Number(m[1]) : this.ended;
+    };
+    const t = await this.until(complete, ms);
+    const end = t.indexOf('\r\n\r\n');
+    const head = t.slice(0, end);
+    const m = /\r\ncontent-length: *(\d+)/i.exec(head);
+    const text = Buffer.from(t.slice(end + 4, m !== null ? end + 4 + Number(m[1]) : undefined), 'latin1').toString('utf8');
+    let json: unknown;
+    try {
+      json = JSON.parse(text);
+    } catch {
+      json = undefined;
+    }
+    return { status: Number(/^HTTP\/1\.1 (\d{3}) /.exec(head)?.[1] ?? Number.NaN), head, text, json };
+  }
+
+  /** Resolves once the server has closed the connection; throws past the deadline. */
+  async closed(ms = 5_000): Promise<void> {
+    await waitFor(() => this.ended, { deadlineMs: ms, intervalMs: 5, message: 'connection closed by the server' });
+  }
+
+  close(): void {
+    this.socket.destroy();
+  }
 }
