@@ -9,6 +9,7 @@ describe('errorShape', () => {
     ['unknown_route', 404, 'unknown_url'],
     ['method_not_allowed', 405, 'method_not_allowed'],
     ['invalid_json', 400, 'invalid_json'],
+    ['json_too_deep', 400, 'json_too_deep'],
     ['invalid_request', 400, 'invalid_request'],
     ['bad_http_request', 400, 'bad_request'],
     ['headers_too_large', 431, 'request_header_fields_too_large'],

@@ -7,6 +7,7 @@ export type RouterErrorKind =
   | 'unknown_route'
   | 'method_not_allowed'
   | 'invalid_json'
+  | 'json_too_deep'
   | 'invalid_request'
   | 'bad_http_request'
   | 'headers_too_large'
@@ -49,6 +50,8 @@ export function errorShape(kind: RouterErrorKind): ErrorShape {
       return { status: 405, type: 'invalid_request_error', code: 'method_not_allowed' };
     case 'invalid_json':
       return { status: 400, type: 'invalid_request_error', code: 'invalid_json' };
+    case 'json_too_deep':
+      return { status: 400, type: 'invalid_request_error', code: 'json_too_deep' };
     case 'invalid_request':
       return { status: 400, type: 'invalid_request_error', code: 'invalid_request' };
     case 'bad_http_request':

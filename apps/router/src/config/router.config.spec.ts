@@ -10,7 +10,7 @@ describe('routerConfigSchema', () => {
       controllerAddress: undefined,
       configFile: undefined,
       apiKeysFile: undefined,
-      proxy: { maxBodyBytes: 16 * 1024 * 1024, maxRetries: 2 },
+      proxy: { maxBodyBytes: 16 * 1024 * 1024, maxJsonDepth: 64, maxRetries: 2 },
       admission: { thresholds: { maxWaiting: 32, maxKvUsage: 0.95, maxInFlight: 256 }, queueBound: 256, queueDeadlineMs: 30_000, retryAfterMaxSeconds: 30 },
       scorerWeights: { queue: 3, 'kv-cache': 2, running: 1, 'in-flight': 1 },
       breaker: { failureThreshold: 5, cooldownMs: 10_000 },
@@ -24,7 +24,9 @@ describe('routerConfigSchema', () => {
       LLMGW_ROUTER_MAX_KV_USAGE: '0.8',
       LLMGW_ROUTER_QUEUE_TIMEOUT: '2s',
       LLMGW_ROUTER_RETRY_AFTER_MAX: '1m',
+      LLMGW_ROUTER_MAX_JSON_DEPTH: '16',
     });
+    expect(c.proxy.maxJsonDepth).toBe(16);
     expect(c.controllerAddress).toBe('10.0.0.2:8082');
     expect(c.scorerWeights).toEqual({ queue: 1, 'in-flight': 0.5 });
     expect(c.admission).toMatchObject({ thresholds: { maxKvUsage: 0.8 }, queueDeadlineMs: 2_000, retryAfterMaxSeconds: 60 });
@@ -54,6 +56,7 @@ describe('routerConfigSchema', () => {
     expect(() => loadConfig(routerConfigSchema, { LLMGW_ROUTER_WATCH_BACKOFF_MIN: '5s', LLMGW_ROUTER_WATCH_BACKOFF_MAX: '1s' })).toThrow(
       /LLMGW_ROUTER_WATCH_BACKOFF_MAX.*must not be shorter/,
     );
+    expect(() => loadConfig(routerConfigSchema, { LLMGW_ROUTER_MAX_JSON_DEPTH: '0' })).toThrow(/LLMGW_ROUTER_MAX_JSON_DEPTH/);
     expect(() => loadConfig(routerConfigSchema, { LLMGW_ROUTER_SCORERS: 'queue=0' })).toThrow(/queue: weight must be a positive number, got 0/);
   });
 });

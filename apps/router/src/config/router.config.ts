@@ -68,6 +68,8 @@ export const routerConfigSchema = z
     LLMGW_ROUTER_API_KEYS_FILE: env.path({ optional: true }),
     /** Largest request body accepted, bytes (larger → 413); default 16 MiB. */
     LLMGW_ROUTER_MAX_BODY_BYTES: env.integer(1, 1024 * 1024 * 1024, { default: 16 * 1024 * 1024 }),
+    /** Deepest nesting of objects and arrays accepted in a request body (deeper → 400, before any of it is parsed). */
+    LLMGW_ROUTER_MAX_JSON_DEPTH: env.integer(1, 10_000, { default: 64 }),
     /** Requests one model may hold waiting when every endpoint is saturated (past it → 429); 0 = never queue. */
     LLMGW_ROUTER_QUEUE_SIZE: env.integer(0, 1_000_000, { default: 256 }),
     /** Longest a request waits in the queue before 429. */
@@ -116,6 +118,7 @@ export const routerConfigSchema = z
     apiKeysFile: e.LLMGW_ROUTER_API_KEYS_FILE,
     proxy: {
       maxBodyBytes: e.LLMGW_ROUTER_MAX_BODY_BYTES,
+      maxJsonDepth: e.LLMGW_ROUTER_MAX_JSON_DEPTH,
       maxRetries: e.LLMGW_ROUTER_RETRIES,
       connectTimeoutMs: e.LLMGW_ROUTER_CONNECT_TIMEOUT,
       firstByteTimeoutMs: e.LLMGW_ROUTER_FIRST_BYTE_TIMEOUT,

@@ -537,6 +537,70 @@ describe('after the first byte', () => {
   });
 });
 
+/** How long a client of the router is willing to wait for `GET /v1/models` while others attack it. */
+const PATIENCE_MS = 5_000;
+
+describe('hostile clients', () => {
+  it('refuses 16 MB deeply nested bodies (four at once) with a 400 naming the depth limit, while GET /v1/models keeps answering', async () => {
+    const u = await upstream();
+    const r = await router([{ id: 'a', url: u.url }]);
+    // {"model":"m1","x":[[[…]]]} — 16 MB, about 8 million levels deep.
+    const levels = 8 * 1024 * 1024 - 16;
+    const prefix = Buffer.from('{"model":"m1","x":');
+    const body = Buffer.alloc(prefix.length + 2 * levels + 1);
+    prefix.copy(body);
+    body.fill('[', prefix.length, prefix.length + levels);
+    body.fill(']', prefix.length + levels, body.length - 1);
+    body[body.length - 1] = 0x7d;
+    const head = `POST /v1/chat/completions HTTP/1.1\r\nHost: router\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`;
+
+    let attacking = true;
+    const latencies: number[] = [];
+    const poll = (async () => {
+      while (attacking) {
+        const started = performance.now();
+        const res = await fetch(`${r.url}/v1/models`, { signal: AbortSignal.timeout(PATIENCE_MS) });
+        expect(res.status).toBe(200);
+        await res.arrayBuffer();
+        latencies.push(performance.now() - started);
+      }
+    })();
+    const attackers = Array.from({ length: 4 }, () => RawClient.to(r));
+    for (const a of attackers) a.send(Buffer.concat([Buffer.from(head, 'latin1'), body]));
+    const answers = await Promise.all(attackers.map((a) => a.response(60_000)));
+    attacking = false;
+    await poll;
+
+    for (const a of answers) {
+      expect(a.status).toBe(400);
+      expect(a.json).toEqual({
+        error: { message: 'Request body nests JSON deeper than the limit of 64 levels.', type: 'invalid_request_error', param: null, code: 'json_too_deep' },
+      });
+    }
+    expect(latencies.length).toBeGreaterThan(0);
+    expect(u.hits).toBe(0);
+    for (const a of attackers) a.close();
+  });
+
+  it('reads JSON exactly as deep as LLMGW_ROUTER_MAX_JSON_DEPTH and refuses one level more, sending the original bytes on', async () => {
+    let seen = '';
+    const u = await upstream({
+      respond: (req, res, b) => {
+        seen = b.toString('utf8');
+        answerOk(req, res, b);
+      },
+    });
+    const r = await router([{ id: 'a', url: u.url }], { LLMGW_ROUTER_MAX_JSON_DEPTH: '3' });
+    const ok = '{ "x" : [ [ 1 ] ] ,"model":"m1"}';
+    expect((await postJson(`${r.url}/v1/chat/completions`, ok)).status).toBe(200);
+    expect(seen).toBe(ok);
+    const deep = await postJson(`${r.url}/v1/chat/completions`, '{"model":"m1","x":[[[1]]]}');
+    expect(deep.status).toBe(400);
+    expect(deep.json).toMatchObject({ error: { code: 'json_too_deep', message: expect.stringContaining('limit of 3 levels') } });
+    expect(u.hits).toBe(1);
+  });
+});
+
 describe('malformed heads and every answer in the OpenAI shape', () => {
   const badRequest = { error: { message: expect.any(String), type: 'invalid_request_error', param: null, code: 'bad_request' } };
 

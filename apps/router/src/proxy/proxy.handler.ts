@@ -14,11 +14,14 @@ import type { EngineCall, EnginePool, EngineRequestError, EngineResponseHandler 
 import { FastRequest, FastResponse } from './fast-http.frontend';
 import { joinForWrite } from './http1.syntax';
 import type { ResponseHead } from './http1-response.parser';
+import { scanRequestBody } from './request-body.scanner';
 
 /** Proxy settings; sizes in bytes, times in milliseconds. */
 export interface ProxyOptions {
   /** Largest request body accepted; larger → 413. */
   readonly maxBodyBytes: number;
+  /** Deepest nesting of objects and arrays accepted in a JSON body; deeper → 400. */
+  readonly maxJsonDepth: number;
   /** Extra attempts on other endpoints after a failure before the first response byte. */
   readonly maxRetries: number;
   /** Longest a new TCP connection to an engine may take. */
@@ -296,21 +299,16 @@ export class ProxyHandler {
     this.fail(ex, 'body_too_large', `Request body is larger than the limit of ${this.options.maxBodyBytes} bytes.`, null, { connection: 'close' });
   }
 
-  // 4. Parse, find and resolve `model`, ask admission.
+  // 4. Check the JSON and find `model` without building the document (bounded depth), resolve it, ask admission.
   private onRequestBody(ex: Exchange, body: Buffer): void {
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(body.toString('utf8'));
-    } catch (error) {
-      this.fail(ex, 'invalid_json', `Request body is not valid JSON: ${error instanceof Error ? error.message : String(error)}`);
+    const scan = scanRequestBody(body, this.options.maxJsonDepth);
+    if (!scan.ok) {
+      if (scan.problem === 'invalid_json') this.fail(ex, 'invalid_json', `Request body is not valid JSON: ${scan.message}`);
+      else this.fail(ex, scan.problem === 'too_deep' ? 'json_too_deep' : 'invalid_request', scan.message);
       return;
     }
-    if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
-      this.fail(ex, 'invalid_request', 'Request body must be a JSON object.');
-      return;
-    }
-    const requested = (parsed as { model?: unknown }).model;
-    if (typeof requested !== 'string' || requested === '') {
+    const requested = scan.model;
+    if (requested === undefined || requested === '') {
       this.fail(ex, 'invalid_request', 'you must provide a model parameter', 'model');
       return;
     }
