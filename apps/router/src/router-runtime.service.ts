@@ -63,6 +63,9 @@ export class RouterRuntimeService implements OnApplicationBootstrap, BeforeAppli
     // connection the router is closing at that moment (a spurious 502 at the balancer).
     server.keepAliveTimeout = 65_000;
     server.headersTimeout = 66_000;
+    // Past the cap Node closes new connections as they arrive ('drop').
+    server.maxConnections = this.config.http.maxConnections;
+    server.on('drop', () => this.core.metrics.connectionsRefused.inc());
     // Every answer Node would give bodiless (400/408/431, 417, a missing Host) is written here in the OpenAI shape.
     server.on('clientError', answerClientError);
     server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => {
@@ -99,6 +102,10 @@ export class RouterRuntimeService implements OnApplicationBootstrap, BeforeAppli
       keepAliveTimeoutMs: server.keepAliveTimeout,
       headersTimeoutMs: server.headersTimeout,
       requestTimeoutMs: server.requestTimeout > 0 ? server.requestTimeout : Number.POSITIVE_INFINITY,
+      minBodyBytesPerSecond: this.config.http.minBodyBytesPerSecond,
+      bodyRateGraceMs: this.config.http.bodyRateGraceMs,
+      // With API keys on, a body behind a bad key is never read: the proxy answers 401 from the head.
+      readBody: (head) => this.core.proxy.authorizes(head.headers.authorization),
       now: () => Date.now(),
       onHandover: () => this.core.metrics.httpHandovers.inc(),
     });

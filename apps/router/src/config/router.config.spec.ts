@@ -11,6 +11,7 @@ describe('routerConfigSchema', () => {
       configFile: undefined,
       apiKeysFile: undefined,
       proxy: { maxBodyBytes: 16 * 1024 * 1024, maxJsonDepth: 64, maxRetries: 2 },
+      http: { maxConnections: 10_000, minBodyBytesPerSecond: 1_024, bodyRateGraceMs: 10_000 },
       admission: { thresholds: { maxWaiting: 32, maxKvUsage: 0.95, maxInFlight: 256 }, queueBound: 256, queueDeadlineMs: 30_000, retryAfterMaxSeconds: 30 },
       scorerWeights: { queue: 3, 'kv-cache': 2, running: 1, 'in-flight': 1 },
       breaker: { failureThreshold: 5, cooldownMs: 10_000 },
@@ -25,8 +26,12 @@ describe('routerConfigSchema', () => {
       LLMGW_ROUTER_QUEUE_TIMEOUT: '2s',
       LLMGW_ROUTER_RETRY_AFTER_MAX: '1m',
       LLMGW_ROUTER_MAX_JSON_DEPTH: '16',
+      LLMGW_ROUTER_MAX_CONNECTIONS: '50',
+      LLMGW_ROUTER_MIN_BODY_RATE: '0',
+      LLMGW_ROUTER_BODY_RATE_GRACE: '3s',
     });
     expect(c.proxy.maxJsonDepth).toBe(16);
+    expect(c.http).toEqual({ maxConnections: 50, minBodyBytesPerSecond: 0, bodyRateGraceMs: 3_000 });
     expect(c.controllerAddress).toBe('10.0.0.2:8082');
     expect(c.scorerWeights).toEqual({ queue: 1, 'in-flight': 0.5 });
     expect(c.admission).toMatchObject({ thresholds: { maxKvUsage: 0.8 }, queueDeadlineMs: 2_000, retryAfterMaxSeconds: 60 });
@@ -57,6 +62,9 @@ describe('routerConfigSchema', () => {
       /LLMGW_ROUTER_WATCH_BACKOFF_MAX.*must not be shorter/,
     );
     expect(() => loadConfig(routerConfigSchema, { LLMGW_ROUTER_MAX_JSON_DEPTH: '0' })).toThrow(/LLMGW_ROUTER_MAX_JSON_DEPTH/);
+    expect(() => loadConfig(routerConfigSchema, { LLMGW_ROUTER_MAX_CONNECTIONS: 'many' })).toThrow(/LLMGW_ROUTER_MAX_CONNECTIONS/);
+    expect(() => loadConfig(routerConfigSchema, { LLMGW_ROUTER_MIN_BODY_RATE: '-1' })).toThrow(/LLMGW_ROUTER_MIN_BODY_RATE/);
+    expect(() => loadConfig(routerConfigSchema, { LLMGW_ROUTER_BODY_RATE_GRACE: 'soon' })).toThrow(/LLMGW_ROUTER_BODY_RATE_GRACE/);
     expect(() => loadConfig(routerConfigSchema, { LLMGW_ROUTER_SCORERS: 'queue=0' })).toThrow(/queue: weight must be a positive number, got 0/);
   });
 });

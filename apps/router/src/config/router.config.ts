@@ -70,6 +70,12 @@ export const routerConfigSchema = z
     LLMGW_ROUTER_MAX_BODY_BYTES: env.integer(1, 1024 * 1024 * 1024, { default: 16 * 1024 * 1024 }),
     /** Deepest nesting of objects and arrays accepted in a request body (deeper → 400, before any of it is parsed). */
     LLMGW_ROUTER_MAX_JSON_DEPTH: env.integer(1, 10_000, { default: 64 }),
+    /** Client connections held open at once; further ones are closed as they arrive. */
+    LLMGW_ROUTER_MAX_CONNECTIONS: env.integer(1, 1_000_000, { default: 10_000 }),
+    /** A request body arriving slower than this on average, bytes/s, after the grace period gets 408 and its connection closes; 0 = no floor. */
+    LLMGW_ROUTER_MIN_BODY_RATE: env.integer(0, 1024 * 1024 * 1024, { default: 1_024 }),
+    /** How long a body may take before the rate floor applies, counted from the end of its head. */
+    LLMGW_ROUTER_BODY_RATE_GRACE: envVar(durationAtLeast(1), { default: 10_000 }),
     /** Requests one model may hold waiting when every endpoint is saturated (past it → 429); 0 = never queue. */
     LLMGW_ROUTER_QUEUE_SIZE: env.integer(0, 1_000_000, { default: 256 }),
     /** Longest a request waits in the queue before 429. */
@@ -116,6 +122,11 @@ export const routerConfigSchema = z
     controllerAddress: e.LLMGW_ROUTER_CONTROLLER,
     configFile: e.LLMGW_ROUTER_CONFIG_FILE,
     apiKeysFile: e.LLMGW_ROUTER_API_KEYS_FILE,
+    http: {
+      maxConnections: e.LLMGW_ROUTER_MAX_CONNECTIONS,
+      minBodyBytesPerSecond: e.LLMGW_ROUTER_MIN_BODY_RATE,
+      bodyRateGraceMs: e.LLMGW_ROUTER_BODY_RATE_GRACE,
+    },
     proxy: {
       maxBodyBytes: e.LLMGW_ROUTER_MAX_BODY_BYTES,
       maxJsonDepth: e.LLMGW_ROUTER_MAX_JSON_DEPTH,

@@ -46,6 +46,7 @@ export class RouterMetrics {
   readonly streamErrors: Counter<'model'>;
   readonly authFailures: Counter<string>;
   readonly httpHandovers: Counter<string>;
+  readonly connectionsRefused: Counter<string>;
   readonly watchSnapshots: Counter<'result'>;
   readonly watchReconnects: Counter<string>;
   readonly usageReports: Counter<'result'>;
@@ -143,6 +144,11 @@ export class RouterMetrics {
     this.httpHandovers = new Counter({
       name: 'llmgw_router_http_handovers_total',
       help: "Client connections the router's own HTTP/1.1 front end gave to Node's HTTP server, at the first request it does not serve itself (paths outside /v1 such as /metrics, HTTP/1.0, chunked uploads, Expect, anything malformed).",
+      registers: registersList,
+    });
+    this.connectionsRefused = new Counter({
+      name: 'llmgw_router_connections_refused_total',
+      help: 'Client connections closed as they arrived because LLMGW_ROUTER_MAX_CONNECTIONS were already open.',
       registers: registersList,
     });
     this.watchSnapshots = new Counter({

@@ -43,7 +43,7 @@ async function rig(handler: (req: FastRequest, res: FastResponse) => void = echo
       seen.push({ method: req.method, url: req.url, body: req.body.toString('utf8'), headers: { ...req.headers } });
       handler(req, res);
     },
-    { maxBodyBytes: 1024, keepAliveTimeoutMs: 60_000, headersTimeoutMs: 60_000, requestTimeoutMs: 60_000, now: () => Date.now(), onHandover: (r) => handovers.push(r), ...options },
+    { maxBodyBytes: 1024, keepAliveTimeoutMs: 60_000, headersTimeoutMs: 60_000, requestTimeoutMs: 60_000, minBodyBytesPerSecond: 0, bodyRateGraceMs: 10_000, now: () => Date.now(), onHandover: (r) => handovers.push(r), ...options },
   );
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const r: Rig = {
@@ -199,6 +199,50 @@ describe('FastHttpFrontend', () => {
     await c.closed();
     expect(r.handovers).toEqual(['no Host header']);
     expect(r.seen).toEqual([]);
+  });
+
+  it('dispatches a request whose head readBody refuses before any of its body is kept, then closes after the answer', async () => {
+    const r = await rig(
+      (_req, res) => {
+        res.writeHead(401, { 'content-length': 0 });
+        res.end();
+      },
+      { maxBodyBytes: 64 * 1024 * 1024, readBody: (head) => head.headers.authorization === 'Bearer good' },
+    );
+    const bad = new RawClient(r.port);
+    // 16 MB declared, 64 KB sent: the answer comes without the rest ever being sent.
+    bad.send(`POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer bad\r\nContent-Length: ${16 * 1024 * 1024}\r\n\r\n${'z'.repeat(64 * 1024)}`);
+    const text = await bad.until((t) => t.includes('\r\n\r\n'));
+    expect(text).toMatch(/^HTTP\/1\.1 401 Unauthorized\r\n/);
+    expect(text).toContain('connection: close\r\n');
+    await bad.closed();
+    expect(r.seen).toEqual([expect.objectContaining({ body: '' })]);
+
+    // A key readBody accepts has its body read as usual, and a bodiless request is never cut short.
+    const good = new RawClient(r.port);
+    good.send(post('/v1/chat/completions', '{"a":1}', 'Authorization: Bearer good\r\n') + 'GET /v1/models HTTP/1.1\r\nHost: x\r\n\r\n');
+    await good.until((t) => count(t, 'HTTP/1.1 401') === 2);
+    expect(r.seen.slice(1).map((s) => s.body)).toEqual(['{"a":1}', '']);
+    expect(good.ended).toBe(false);
+  });
+
+  it('answers 408 in the OpenAI shape to a body arriving below the rate floor once the grace period is over, and closes', async () => {
+    const r = await rig(echo, { maxBodyBytes: 1024 * 1024, minBodyBytesPerSecond: 1_000, bodyRateGraceMs: 100 });
+    const slow = new RawClient(r.port);
+    slow.send(`POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 500000\r\n\r\n${'a'.repeat(100)}`);
+    const text = await slow.until((t) => t.includes('}}'));
+    expect(text).toMatch(/^HTTP\/1\.1 408 Request Timeout\r\n/);
+    expect(JSON.parse(text.slice(text.indexOf('\r\n\r\n') + 4))).toEqual({
+      error: { message: 'The request body arrived slower than the minimum of 1000 bytes/s.', type: 'invalid_request_error', param: null, code: 'request_timeout' },
+    });
+    await slow.closed();
+    expect(r.seen).toEqual([]);
+
+    // A body sent whole is served under the same floor (it would have to stall for minutes to fall below it).
+    const fast = new RawClient(r.port);
+    fast.send(post('/v1/completions', 'b'.repeat(200_000)));
+    await fast.until((t) => t.endsWith('b'.repeat(10)));
+    expect(r.seen.map((s) => s.body.length)).toEqual([200_000]);
   });
 
   it('dispatches a request declaring a body over the limit unread, then closes the connection after the answer', async () => {

@@ -14,6 +14,18 @@ export interface FastFrontendOptions {
   readonly headersTimeoutMs: number;
   /** Longest a whole request, head and body, may take to arrive; then 408 likewise (Node's requestTimeout). */
   readonly requestTimeoutMs: number;
+  /**
+   * A body arriving slower than this on average (bytes per second, counted from the end of its
+   * head) once `bodyRateGraceMs` has passed gets 408 and the connection closes; 0 = no floor.
+   */
+  readonly minBodyBytesPerSecond: number;
+  readonly bodyRateGraceMs: number;
+  /**
+   * Whether to read the body of a request whose head is `head` (checked before any body byte is
+   * kept; e.g. false for a bad API key). False dispatches it unread, like an over-large one: the
+   * handler must refuse it, and the connection closes after the answer. Default: always read.
+   */
+  readonly readBody?: (head: FastRequestHead) => boolean;
   /** Milliseconds on any steady clock (timeouts only). */
   readonly now: () => number;
   /** A connection went to Node's HTTP server; `reason` is for debugging. */
@@ -29,7 +41,7 @@ export class FastRequest {
 
   constructor(
     head: FastRequestHead,
-    /** The whole body; empty when its declared length was over the limit (not read). */
+    /** The whole body; empty when it was not read (declared length over the limit, or `readBody` said no). */
     readonly body: Buffer,
   ) {
     this.method = head.method;
@@ -196,6 +208,8 @@ class FastConnection {
   private bodyStart = 0;
   private bodyParts: Buffer[] | undefined;
   private bodyHave = 0;
+  /** When the head of the request being read was complete (the body-rate floor counts from it). */
+  private bodySince = 0;
   /** How much of `pending` has been found able to start a fast-path head (see unservableHeadPrefix). */
   private headChecked = 0;
   private response: FastResponse | undefined;
@@ -293,8 +307,10 @@ class FastConnection {
         }
         this.head = parsed.head;
         this.bodyStart = end + 4;
-        if (parsed.head.contentLength > this.frontend.options.maxBodyBytes) {
-          // Not read: the handler refuses it (413) and the connection closes after the answer.
+        this.bodySince = this.frontend.options.now();
+        const { maxBodyBytes, readBody } = this.frontend.options;
+        if (parsed.head.contentLength > maxBodyBytes || (parsed.head.contentLength > 0 && readBody !== undefined && !readBody(parsed.head))) {
+          // Not read: the handler refuses it (413, 401) and the connection closes after the answer.
           this.pending = undefined;
           this.head = undefined;
           this.dispatch(parsed.head, EMPTY, false);
@@ -421,9 +437,9 @@ class FastConnection {
     this.frontend.toNode(socket, buffered, reason);
   }
 
-  /** @internal Idle past the keep-alive timeout, or a request that takes too long to arrive. */
+  /** @internal Idle past the keep-alive timeout, or a request that takes too long to arrive (or whose body trickles). */
   expire(now: number): void {
-    const { keepAliveTimeoutMs, headersTimeoutMs, requestTimeoutMs } = this.frontend.options;
+    const { keepAliveTimeoutMs, headersTimeoutMs, requestTimeoutMs, minBodyBytesPerSecond, bodyRateGraceMs } = this.frontend.options;
     // 'closing': we ended our side; a client that never ends its side is dropped.
     if (this.state === 'idle' || this.state === 'closing') {
       if (now - this.since >= keepAliveTimeoutMs) this.socket.destroy();
@@ -434,7 +450,14 @@ class FastConnection {
       if (now - this.since >= headersTimeoutMs) this.refuse(now, 'request_timeout', `The request head did not arrive within ${headersTimeoutMs} ms.`);
       return;
     }
-    if (now - this.since >= requestTimeoutMs) this.refuse(now, 'request_timeout', `The request did not arrive within ${requestTimeoutMs} ms.`);
+    if (now - this.since >= requestTimeoutMs) {
+      this.refuse(now, 'request_timeout', `The request did not arrive within ${requestTimeoutMs} ms.`);
+      return;
+    }
+    const bodyMs = now - this.bodySince;
+    if (minBodyBytesPerSecond > 0 && bodyMs >= bodyRateGraceMs && this.bodyHave * 1000 < minBodyBytesPerSecond * bodyMs) {
+      this.refuse(now, 'request_timeout', `The request body arrived slower than the minimum of ${minBodyBytesPerSecond} bytes/s.`);
+    }
   }
 
   /** Answers the request being read with an OpenAI-shaped error and closes; what it sent so far is dropped. */
@@ -490,7 +513,8 @@ export class FastHttpFrontend {
     server.removeAllListeners('connection');
     server.on('connection', (socket: Socket) => this.connections.add(new FastConnection(this, socket)));
     // Timeouts are checked on a sweep (at most once a second), not with a timer per socket.
-    const every = Math.max(10, Math.min(1_000, options.keepAliveTimeoutMs / 2, options.headersTimeoutMs / 2));
+    const floor = options.minBodyBytesPerSecond > 0 ? options.bodyRateGraceMs / 2 : Number.POSITIVE_INFINITY;
+    const every = Math.max(10, Math.min(1_000, options.keepAliveTimeoutMs / 2, options.headersTimeoutMs / 2, floor));
     this.sweep = setInterval(() => {
       const now = options.now();
       for (const c of this.connections) c.expire(now);

@@ -599,6 +599,70 @@ describe('hostile clients', () => {
     expect(deep.json).toMatchObject({ error: { code: 'json_too_deep', message: expect.stringContaining('limit of 3 levels') } });
     expect(u.hits).toBe(1);
   });
+
+  it('with API keys on, answers 20 unauthenticated 16 MB uploads with 401 from the head, before their bodies are sent, and closes them', async () => {
+    const u = await upstream();
+    const keys = writeRouterConfig(dir, { keys: [{ name: 'team-a', key: 'sk-team-a-0123456789abcdef' }] });
+    const r = await router([{ id: 'a', url: u.url }], { LLMGW_ROUTER_API_KEYS_FILE: keys });
+    const declared = 16 * 1024 * 1024;
+    const clients = Array.from({ length: 20 }, (_, k) => {
+      const c = RawClient.to(r);
+      const auth = k % 2 === 0 ? '' : 'Authorization: Bearer wrong-key-0123456789\r\n';
+      // 64 KB of the 16 MB declared: the rest is never sent, so only an answer from the head arrives.
+      c.send(`POST /v1/chat/completions HTTP/1.1\r\nHost: router\r\n${auth}Content-Length: ${declared}\r\n\r\n{"model":"m1","pad":"${'p'.repeat(64 * 1024)}`);
+      return c;
+    });
+    for (const c of clients) {
+      const res = await c.response();
+      expect(res.status).toBe(401);
+      expect(res.head).toMatch(/\r\nconnection: close/i);
+      expect(res.json).toMatchObject({ error: { code: 'invalid_api_key' } });
+      await c.closed();
+    }
+    expect(u.hits).toBe(0);
+    // A good key still gets its body read and proxied.
+    expect((await postJson(`${r.url}/v1/chat/completions`, chat(), { authorization: 'Bearer sk-team-a-0123456789abcdef' })).status).toBe(200);
+  });
+
+  it('answers 408 in the OpenAI shape to a body trickling in below LLMGW_ROUTER_MIN_BODY_RATE after the grace period, and closes', async () => {
+    const u = await upstream();
+    const r = await router([{ id: 'a', url: u.url }], { LLMGW_ROUTER_MIN_BODY_RATE: '100000', LLMGW_ROUTER_BODY_RATE_GRACE: '200ms' });
+    const c = RawClient.to(r);
+    c.send('POST /v1/chat/completions HTTP/1.1\r\nHost: router\r\nContent-Length: 1000000\r\n\r\n{"model":"m1",');
+    const res = await c.response();
+    expect(res.status).toBe(408);
+    expect(res.json).toEqual({ error: { message: 'The request body arrived slower than the minimum of 100000 bytes/s.', type: 'invalid_request_error', param: null, code: 'request_timeout' } });
+    await c.closed();
+    expect(u.hits).toBe(0);
+  });
+
+  it('closes connections past LLMGW_ROUTER_MAX_CONNECTIONS as they arrive, counts them, and serves again once one closes', async () => {
+    const u = await upstream();
+    const r = await router([{ id: 'a', url: u.url }], { LLMGW_ROUTER_MAX_CONNECTIONS: '3' });
+    const models = 'GET /v1/models HTTP/1.1\r\nHost: router\r\n\r\n';
+    const held = Array.from({ length: 3 }, () => RawClient.to(r));
+    for (const c of held) {
+      c.send(models);
+      expect((await c.response()).status).toBe(200);
+    }
+    const extra = RawClient.to(r);
+    extra.send(models);
+    await extra.closed();
+    expect(extra.received).toBe('');
+
+    held[0].close();
+    const again = await waitFor(async () => {
+      const c = RawClient.to(r);
+      c.send(models);
+      const ok = await c.response(1_000).then((res) => res.status === 200, () => false);
+      c.close();
+      return ok || undefined;
+    });
+    expect(again).toBe(true);
+    for (const c of held) c.close();
+    const text = await waitFor(async () => metricsText(r).catch(() => undefined));
+    expect(sampleValue(text, 'llmgw_router_connections_refused_total')).toBeGreaterThanOrEqual(1);
+  });
 });
 
 describe('malformed heads and every answer in the OpenAI shape', () => {
