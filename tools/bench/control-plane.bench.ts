@@ -471,6 +471,7 @@ async function main(): Promise<void> {
     LLMGW_DATA_DIR: dir,
     LLMGW_CONTROLLER_PORT: '0',
     LLMGW_CONTROLLER_GRPC_PORT: '0',
+    LLMGW_CONTROLLER_INSECURE_NO_AUTH: 'true',
     LLMGW_LOG_LEVEL: 'info',
     LLMGW_CONTROLLER_SETTLE: '10m',
     LLMGW_CONTROLLER_TICK: '1s',

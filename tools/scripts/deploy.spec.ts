@@ -121,14 +121,22 @@ interface ComposeService {
 }
 const compose = (): { services: Record<string, ComposeService> } =>
   parse(read('deploy/compose/compose.yaml'), { merge: true }) as { services: Record<string, ComposeService> };
-const composeVars = (): Record<string, string> => parseEnvFile(read('deploy/compose/.env.example'));
+/**
+ * What an operator puts in place of an example token: the shipped examples hold placeholders the
+ * apps refuse (checked below), so the other checks run with a generated-looking value per name.
+ */
+const realToken = (name: string): string => `${name.toLowerCase().replace(/[^a-z]/g, '')}0123456789abcdef`;
+/** `.env.example` as shipped. */
+const composeExampleVars = (): Record<string, string> => parseEnvFile(read('deploy/compose/.env.example'));
+/** `.env.example` with its tokens replaced the way the operator is told to. */
+const composeVars = (): Record<string, string> =>
+  Object.fromEntries(Object.entries(composeExampleVars()).map(([k, v]) => [k, k.endsWith('_TOKEN') ? realToken(k) : v]));
 const image = () => dockerInstructions(read('deploy/container/Dockerfile'));
 const imageEnv = (): Record<string, string> => Object.fromEntries(Object.entries(dockerEnv(image())).filter(([k]) => k.startsWith('LLMGW_')));
 const execForm = (args: string): string[] => JSON.parse(args) as string[];
 
 /** The llmgw services of compose.yaml (built from deploy/container/Dockerfile): app, resolved environment. */
-function composeApps(): { service: string; app: AppName; env: Record<string, string>; spec: ComposeService }[] {
-  const vars = composeVars();
+function composeApps(vars: Record<string, string> = composeVars()): { service: string; app: AppName; env: Record<string, string>; spec: ComposeService }[] {
   const defaultCmd = execForm(image().find((i) => i.keyword === 'CMD')?.args ?? '[]');
   return Object.entries(compose().services)
     .filter(([, s]) => s.build?.dockerfile === 'deploy/container/Dockerfile')
@@ -161,16 +169,25 @@ interface K8sObject {
   stringData?: Record<string, string>;
 }
 const K8S_DIR = 'deploy/kubernetes';
+/** What `kubectl apply -f deploy/kubernetes/` applies: the YAML files of the directory itself, not of its subdirectories. */
 const k8sFiles = (): string[] => readdirSync(join(root, K8S_DIR)).filter((f) => /\.ya?ml$/.test(f)).sort();
-const k8sObjects = (): K8sObject[] =>
-  k8sFiles().flatMap((f) => parseAllDocuments(read(`${K8S_DIR}/${f}`)).map((d) => d.toJS() as K8sObject).filter(Boolean));
+const yamlObjects = (path: string): K8sObject[] => parseAllDocuments(read(path)).map((d) => d.toJS() as K8sObject).filter(Boolean);
+const k8sObjects = (): K8sObject[] => k8sFiles().flatMap((f) => yamlObjects(`${K8S_DIR}/${f}`));
+/** The example Secret, outside the applied directory; the operator creates the real one. */
+const K8S_SECRET_EXAMPLE = `${K8S_DIR}/examples/secret.example.yaml`;
+const exampleSecrets = (): Record<string, Record<string, string>> =>
+  Object.fromEntries(yamlObjects(K8S_SECRET_EXAMPLE).filter((o) => o.kind === 'Secret').map((o) => [o.metadata.name, o.stringData ?? {}]));
+/** The example Secret with its tokens replaced the way the operator is told to. */
+const operatorSecrets = (): Record<string, Record<string, string>> =>
+  Object.fromEntries(
+    Object.entries(exampleSecrets()).map(([name, data]) => [name, Object.fromEntries(Object.entries(data).map(([k, v]) => [k, k.endsWith('-token') ? realToken(k) : v]))]),
+  );
 /** Example values of the pod fields the manifests read (the real ones exist only in a cluster). */
 const FIELD_EXAMPLES = { 'status.podIP': '10.244.1.17', 'metadata.name': 'llmgw-router-6d5f8b7c9-x2kqp' };
 
 /** The llmgw containers of the Kubernetes manifests: their Deployment, app and resolved environment. */
-function k8sApps(): { deployment: K8sObject; container: K8sContainer; app: AppName; env: Record<string, string> }[] {
+function k8sApps(secrets: Record<string, Record<string, string>> = operatorSecrets()): { deployment: K8sObject; container: K8sContainer; app: AppName; env: Record<string, string> }[] {
   const objects = k8sObjects();
-  const secrets = Object.fromEntries(objects.filter((o) => o.kind === 'Secret').map((o) => [o.metadata.name, o.stringData ?? {}]));
   return objects
     .filter((o) => o.kind === 'Deployment')
     .flatMap((deployment) =>
@@ -429,6 +446,35 @@ describe('settings and entries of the compose file, the image and the Kubernetes
     expect(controller.env['LLMGW_CONTROLLER_ADVERTISE_ADDRESS']).toBe(`${FIELD_EXAMPLES['status.podIP']}:8082`);
   });
 
+  it('kubernetes: `kubectl apply -f deploy/kubernetes/` applies no Secret; the example Secret lies outside it and names every key the manifests read', () => {
+    expect(k8sObjects().filter((o) => o.kind === 'Secret')).toEqual([]);
+    const example = exampleSecrets();
+    expect(Object.keys(example)).toEqual(['llmgw']);
+    const keys = k8sObjects()
+      .flatMap((o) => o.spec?.template?.spec.containers ?? [])
+      .flatMap((c) => (c.env ?? []).flatMap((v) => (v.valueFrom?.secretKeyRef ? [`${v.valueFrom.secretKeyRef.name}/${v.valueFrom.secretKeyRef.key}`] : [])));
+    expect([...new Set(keys)].sort()).toEqual(Object.keys(example.llmgw).map((k) => `llmgw/${k}`).sort());
+    expect(keys).toContain('llmgw/router-token');
+    // The README tells how to create the real one.
+    expect(read('deploy/README.md')).toContain('kubectl -n llmgw create secret generic llmgw');
+  });
+
+  it('the apps refuse the example tokens of the Kubernetes Secret and of compose .env.example, naming each variable', () => {
+    const refused = (apps: { app: AppName; env: Record<string, string> }[]): string[] =>
+      apps.flatMap(({ app, env }) => envProblems(SCHEMAS[app], env).map((p) => `${app} ${p.split(':')[0]}`));
+    const expected = [
+      'catalog LLMGW_CATALOG_ADMIN_TOKEN',
+      'controller LLMGW_CONTROLLER_ADMIN_TOKEN',
+      'controller LLMGW_CONTROLLER_JOIN_TOKEN',
+      'controller LLMGW_CONTROLLER_ROUTER_TOKEN',
+      'router LLMGW_ROUTER_CONTROLLER_TOKEN',
+    ];
+    expect([...new Set(refused(k8sApps(exampleSecrets())))].sort()).toEqual(expected);
+    expect([...new Set(refused(composeApps(composeExampleVars())))].sort()).toEqual(expected);
+    const agentExample = parseEnvFile(read('deploy/agent.env.example'));
+    expect(envProblems(SCHEMAS.agent, agentExample).map((p) => p.split(':')[0])).toEqual(['LLMGW_AGENT_JOIN_TOKEN']);
+  });
+
   it('kubernetes: selectors, Services, the autoscaler and the budgets point at what exists', () => {
     const objects = k8sObjects();
     expect(objects.every((o) => o.kind === 'Namespace' || o.metadata.namespace === 'llmgw')).toBe(true);
@@ -470,7 +516,7 @@ describe('settings and entries of the compose file, the image and the Kubernetes
   it('a misspelt or misplaced variable is reported (the check is not vacuous)', () => {
     expect(envProblems(routerConfigSchema, { LLMGW_ROUTER_CONTROLER: 'controller:8082' })).toEqual(['LLMGW_ROUTER_CONTROLER: not a variable of this app']);
     expect(envProblems(catalogConfigSchema, { LLMGW_CONTROLLER_LEASE: 'llmgw' })).toEqual(['LLMGW_CONTROLLER_LEASE: not a variable of this app']);
-    expect(envProblems(controllerConfigSchema, { LLMGW_CONTROLLER_LEASE: 'llmgw', LLMGW_CONTROLLER_LEASE_RENEW: '15s' })).toEqual([
+    expect(envProblems(controllerConfigSchema, { LLMGW_CONTROLLER_INSECURE_NO_AUTH: 'true', LLMGW_CONTROLLER_LEASE: 'llmgw', LLMGW_CONTROLLER_LEASE_RENEW: '15s' })).toEqual([
       'LLMGW_CONTROLLER_LEASE_RENEW: must be below LLMGW_CONTROLLER_LEASE_TTL minus 1s (15000 ms)',
     ]);
     expect(() => interpolateCompose('${NOPE:?set it}', {})).toThrow('compose variable NOPE is not set: set it');

@@ -140,7 +140,7 @@ export class ControlPlane implements AgentStreamHandler {
     });
     this.grpc = new ControllerGrpcServer(
       agentService(this, config.joinToken, logger),
-      routerService(this.publisher, this.usage, logger),
+      routerService(this.publisher, this.usage, { token: config.routerToken, clock: this.clock, futureUsageClamped: (n) => metrics.countFutureUsage(n) }, logger),
     );
   }
 
@@ -173,6 +173,8 @@ export class ControlPlane implements AgentStreamHandler {
    */
   async start(): Promise<number> {
     const { config } = this.options;
+    if (config.joinToken === undefined) this.log.warn('LLMGW_CONTROLLER_INSECURE_NO_AUTH: no join token; anyone who reaches the gRPC port can join as an agent');
+    if (config.routerToken === undefined) this.log.warn('LLMGW_CONTROLLER_INSECURE_NO_AUTH: no router token; anyone who reaches the gRPC port can watch endpoints and report usage');
     await this.catalog.start(config.catalogFile);
     this.grpcPort = await this.grpc.listen(config.host, config.grpcPort);
     this.leadership.start();

@@ -36,6 +36,8 @@ describe('llmgw-controller process', () => {
           LLMGW_CONTROLLER_GRPC_PORT: '0',
           LLMGW_CONTROLLER_CATALOG_FILE: file.path,
           LLMGW_CONTROLLER_SETTLE: '500ms',
+          // No join or router token: allowed only when said explicitly, and warned about.
+          LLMGW_CONTROLLER_INSECURE_NO_AUTH: 'true',
         },
         readyWhen: { stdoutMatch: /llmgw-controller listening on (http:\/\/127\.0\.0\.1:\d+)/ },
         deadlineMs: 60_000,
@@ -43,6 +45,7 @@ describe('llmgw-controller process', () => {
       const http = proc.readyMatch?.[1] as string;
       const grpcPort = /llmgw-controller gRPC listening on 127\.0\.0\.1:(\d+)/.exec(proc.stdout)?.[1];
       expect(Number(grpcPort)).toBeGreaterThan(0);
+      expect(proc.stdout).toContain('LLMGW_CONTROLLER_INSECURE_NO_AUTH: no join token');
       const grpc = `127.0.0.1:${grpcPort}`;
 
       const agent = new FakeAgent({ nodeId: 'node-1', controllers: [grpc] });

@@ -1,7 +1,8 @@
 // The controller with a real llmgw-router process: the router follows RouterService.Watch to
 // the replicas the controller placed (asking for, and applying, compressed snapshots), answers an
 // OpenAI request through one of them, refuses one for an endpoint the catalog says the model does
-// not serve, and its usage reports make that replica's idleness known to the controller.
+// not serve, and its usage reports make that replica's idleness known to the controller. The
+// controller requires a router token, which the router sends on both calls.
 import OpenAI from 'openai';
 import { runTsEntry, spawnProcess, sqliteBackend, stopAllSpawned, waitFor } from '@llmgw/testing';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -21,7 +22,13 @@ describe('with a real router process', () => {
       const db = await sqliteBackend.create();
       const file = catalogFile(catalogDoc([{ name: 'llama', replicas: 1 }]));
       cleanups.push(() => db.drop(), () => file.cleanup());
-      const controller = await startController({ LLMGW_DATABASE_URL: db.url, LLMGW_CONTROLLER_CATALOG_FILE: file.path, LLMGW_CONTROLLER_SETTLE: '500ms' });
+      const routerToken = 'router-process-token-0123456789';
+      const controller = await startController({
+        LLMGW_DATABASE_URL: db.url,
+        LLMGW_CONTROLLER_CATALOG_FILE: file.path,
+        LLMGW_CONTROLLER_SETTLE: '500ms',
+        LLMGW_CONTROLLER_ROUTER_TOKEN: routerToken,
+      });
       cleanups.push(() => controller.close());
       const agent = new FakeAgent({ nodeId: 'node-1', controllers: [controller.grpc], engines: 'sim' });
       cleanups.push(() => agent.stop());
@@ -32,7 +39,7 @@ describe('with a real router process', () => {
         ...runTsEntry('apps/router/src/main.ts'),
         name: 'llmgw-router',
         cleanEnv: true,
-        env: { ...env, LLMGW_ROUTER_PORT: '0', LLMGW_ROUTER_CONTROLLER: controller.grpc, LLMGW_ROUTER_USAGE_INTERVAL: '200ms' },
+        env: { ...env, LLMGW_ROUTER_PORT: '0', LLMGW_ROUTER_CONTROLLER: controller.grpc, LLMGW_ROUTER_CONTROLLER_TOKEN: routerToken, LLMGW_ROUTER_USAGE_INTERVAL: '200ms' },
         readyWhen: { stdoutMatch: /llmgw-router listening on (http:\/\/127\.0\.0\.1:\d+)/ },
         deadlineMs: 60_000,
       });
@@ -68,6 +75,7 @@ describe('with a real router process', () => {
       expect((refused as Error).message).toContain('The model `llama` does not serve /v1/embeddings (it serves /v1/chat/completions, /v1/completions)');
       const used = await waitFor(() => controller.plane.replicas.get(replica.replica.id)?.replica.lastUsedAt, { deadlineMs: 10_000, message: 'usage reported' });
       expect(used).toBeGreaterThan(Date.now() - 60_000);
+      expect(controller.logs.filter((l) => typeof l.msg === 'string' && l.msg.startsWith('router') && l.msg.includes('refused'))).toEqual([]);
     },
     120_000,
   );

@@ -110,7 +110,7 @@ export class RouterCore {
       this.watch = new ControllerWatch(
         this.client,
         this.endpoints,
-        { routerId: this.routerId, backoffMinMs: config.watch.backoffMinMs, backoffMaxMs: config.watch.backoffMaxMs, rng },
+        { routerId: this.routerId, ...(config.controllerToken !== undefined ? { token: config.controllerToken } : {}), backoffMinMs: config.watch.backoffMinMs, backoffMaxMs: config.watch.backoffMaxMs, rng },
         deps.logger.child({ context: 'ControllerWatch' }),
         {
           snapshot: (result) => this.metrics.watchSnapshots.inc({ result: result.applied ? 'applied' : 'stale' }),
@@ -119,7 +119,7 @@ export class RouterCore {
         },
       );
     }
-    const sink = deps.usageSink ?? (this.client !== undefined ? new GrpcUsageSink(this.client, this.routerId, 5_000) : undefined);
+    const sink = deps.usageSink ?? (this.client !== undefined ? new GrpcUsageSink(this.client, this.routerId, 5_000, config.controllerToken) : undefined);
     if (sink !== undefined) {
       this.usage = new UsageReporter(this.endpoints, sink, config.usageIntervalMs, deps.logger.child({ context: 'UsageReporter' }), (ok) =>
         this.metrics.usageReports.inc({ result: ok ? 'ok' : 'error' }),

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { ConfigError, redactUrlPassword } from './config.error';
 import { loadConfig, loadConfigOrExit } from './config.loader';
-import { env, parseBoolean, parseDuration, parseHost, parseList, parsePort, parseUrl } from './env-var.schema';
+import { env, parseBoolean, parseDuration, parseHost, parseList, parsePort, parseToken, parseUrl } from './env-var.schema';
 import { DATABASE_ENV, SHARED_ENV, sharedConfig } from './shared.config';
 
 const schema = z
@@ -157,6 +157,23 @@ describe('loadConfig', () => {
 });
 
 describe('variable parsers', () => {
+  it.each(['0123456789abcdef', 'a'.repeat(512), 'Zm9vYmFyYmF6cXV4-_~!0123'])('token %j is taken', (raw) => expect(parseToken(raw)).toEqual({ ok: true, value: raw }));
+
+  it.each([
+    ['change-me', /16 to 512 characters/],
+    ['0123456789abcde', /16 to 512 characters/],
+    ['a'.repeat(513), /16 to 512 characters/],
+    ['has a space 0123456789', /without whitespace/],
+    ['change-me-join-token-0123', /placeholder \(contains "change-me"\)/],
+    ['ChangeMe0123456789abcdef', /placeholder \(contains "changeme"\)/],
+    ['my-example-token-0123456', /placeholder \(contains "example"\)/],
+    ['xxxxxxxxxxxxxxxxxxxxxxxx', /placeholder/],
+  ])('token %j is refused', (raw, reason) => {
+    const parsed = parseToken(raw);
+    expect(parsed.ok).toBe(false);
+    expect(parsed.ok ? '' : parsed.reason).toMatch(reason);
+  });
+
   it.each([
     ['0', 0],
     ['8080', 8080],

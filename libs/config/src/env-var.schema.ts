@@ -116,6 +116,26 @@ export function parseList<T = string>(item?: EnvParse<T>): EnvParse<T[]> {
   };
 }
 
+/** Shortest shared secret (bearer token) accepted: a guessable token is worse than none. */
+export const MIN_TOKEN_LENGTH = 16;
+
+/** Words that mark a value copied from an example rather than generated (compared without case). */
+const PLACEHOLDER_WORDS = ['change-me', 'changeme', 'change_me', 'replace-me', 'replaceme', 'placeholder', 'example', 'your-token', 'xxxxxxxx'];
+
+/**
+ * Parses a shared secret (join, router or admin token): at least {@link MIN_TOKEN_LENGTH} and at
+ * most 512 visible ASCII characters, no whitespace, and none of the placeholder words the
+ * shipped examples use (`change-me`, `example`, ...), so a copied example value refuses to start.
+ */
+export const parseToken: EnvParse<string> = (raw) => {
+  if (!/^[\x21-\x7e]+$/.test(raw)) return bad('expected visible ASCII characters without whitespace');
+  if (raw.length < MIN_TOKEN_LENGTH || raw.length > 512) return bad(`expected ${MIN_TOKEN_LENGTH} to 512 characters (got ${raw.length}); generate one with \`openssl rand -hex 24\``);
+  const lower = raw.toLowerCase();
+  const word = PLACEHOLDER_WORDS.find((w) => lower.includes(w));
+  if (word !== undefined) return bad(`looks like an example placeholder (contains "${word}"); generate a real one with \`openssl rand -hex 24\``);
+  return ok(raw);
+};
+
 /** Accepts any non-empty text as is. */
 export const parseString: EnvParse<string> = (raw) => ok(raw);
 
@@ -158,6 +178,8 @@ export const env = {
     variable(parseList(item))(spec),
   /** Any non-empty text. */
   string: variable(parseString),
+  /** A shared secret: see {@link parseToken}. */
+  token: variable(parseToken),
 } as const;
 
 function durationSpec(spec: VarSpec<number | string> | undefined): { default: number } {

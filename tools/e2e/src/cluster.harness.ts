@@ -1,6 +1,7 @@
 // Starts llmgw's apps as real processes on free ports in a temporary data directory, for the
 // end-to-end tests and the failover benchmark; stops every one of them and everything they
 // started (engines included) afterwards.
+import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -58,6 +59,9 @@ export class TestCluster {
   readonly apps: AppHandle[] = [];
   controller: AppHandle | undefined;
   grpcAddress = '';
+  /** The tokens every app of this cluster is given: agents join with one, routers watch with the other. */
+  readonly joinToken = randomBytes(24).toString('hex');
+  readonly routerToken = randomBytes(24).toString('hex');
   readonly #timer: NodeJS.Timeout;
 
   constructor() {
@@ -79,13 +83,15 @@ export class TestCluster {
     this.controller = await this.start('controller', 'controller', {
       LLMGW_CONTROLLER_PORT: '0',
       LLMGW_CONTROLLER_GRPC_PORT: String(grpcPort),
+      LLMGW_CONTROLLER_JOIN_TOKEN: this.joinToken,
+      LLMGW_CONTROLLER_ROUTER_TOKEN: this.routerToken,
       ...env,
     });
     return this.controller;
   }
 
   startRouter(env: Record<string, string> = {}): Promise<AppHandle> {
-    return this.start('router', 'router', { LLMGW_ROUTER_PORT: '0', LLMGW_ROUTER_CONTROLLER: this.grpcAddress, ...env });
+    return this.start('router', 'router', { LLMGW_ROUTER_PORT: '0', LLMGW_ROUTER_CONTROLLER: this.grpcAddress, LLMGW_ROUTER_CONTROLLER_TOKEN: this.routerToken, ...env });
   }
 
   startCatalog(env: Record<string, string> = {}): Promise<AppHandle> {
@@ -101,6 +107,7 @@ export class TestCluster {
       LLMGW_DATA_DIR: dataDir,
       [AGENT_ENV.cacheDir]: join(dataDir, 'cache'),
       [AGENT_ENV.controllers]: this.grpcAddress,
+      LLMGW_AGENT_JOIN_TOKEN: this.joinToken,
       ...env,
     });
     return { ...app, dataDir };

@@ -159,11 +159,14 @@ export class LocalClusterLauncher {
     // 3. The admin token (controller admin API and catalog API). Which llama.cpp executable runs is the agent's choice; say it.
     const tokenFile = join(dataDir, 'admin-token');
     const token = ensureAdminToken(tokenFile);
+    // The controller refuses to start without a join and a router token: the launcher keeps its own beside the admin token.
+    const joinToken = ensureAdminToken(join(dataDir, 'join-token'));
+    const routerToken = ensureAdminToken(join(dataDir, 'router-token'));
     const llamaServer = this.io.env.LLMGW_AGENT_LLAMA_SERVER ?? findOnPath('llama-server', this.io.env.PATH);
     this.say(llamaServer === undefined ? 'no llama-server on PATH: llama.cpp replicas run on the bundled node-llama-cpp engine (CPU)' : `llama.cpp replicas run on ${llamaServer}`);
 
     const launches = planLocalCluster(
-      { repoRoot: REPO_ROOT, dataDir, host: config.host, ports, catalogFile, adminToken: token, userEnv: this.io.env },
+      { repoRoot: REPO_ROOT, dataDir, host: config.host, ports, catalogFile, adminToken: token, joinToken, routerToken, userEnv: this.io.env },
       this.io.execPath,
     );
     const baseUrl = `http://${clientHost(config.host)}:${ports.router}/v1`;

@@ -8,6 +8,8 @@ const input: LocalClusterInput = {
   ports: { router: 1, controller: 2, controllerGrpc: 3, catalog: 4, agent: 5 },
   catalogFile: '/data/catalog.yaml',
   adminToken: 'token-token-token-1',
+  joinToken: 'join-join-join-join-1',
+  routerToken: 'router-router-router-1',
   userEnv: {},
 };
 
@@ -22,11 +24,15 @@ describe('planLocalCluster', () => {
     }
     const env = Object.fromEntries(plan.map((p) => [p.app, p.env]));
     expect(env.controller).toMatchObject({ LLMGW_CONTROLLER_PORT: '2', LLMGW_CONTROLLER_GRPC_PORT: '3', LLMGW_CONTROLLER_CATALOG_FILE: '/data/catalog.yaml', LLMGW_DATA_DIR: '/data', LLMGW_CONTROLLER_ADMIN_TOKEN: 'token-token-token-1' });
+    // The controller requires a join and a router token; the agent and the router are given the same ones.
+    expect(env.controller).toMatchObject({ LLMGW_CONTROLLER_JOIN_TOKEN: 'join-join-join-join-1', LLMGW_CONTROLLER_ROUTER_TOKEN: 'router-router-router-1' });
+    expect(env.controller.LLMGW_CONTROLLER_INSECURE_NO_AUTH).toBeUndefined();
     expect(env.catalog).toMatchObject({ LLMGW_CATALOG_PORT: '4', LLMGW_CATALOG_ADMIN_TOKEN: 'token-token-token-1', LLMGW_DATA_DIR: '/data' });
-    expect(env.router).toMatchObject({ LLMGW_ROUTER_PORT: '1', LLMGW_ROUTER_CONTROLLER: '127.0.0.1:3' });
+    expect(env.router).toMatchObject({ LLMGW_ROUTER_PORT: '1', LLMGW_ROUTER_CONTROLLER: '127.0.0.1:3', LLMGW_ROUTER_CONTROLLER_TOKEN: 'router-router-router-1' });
     expect(env.agent).toMatchObject({
       LLMGW_AGENT_PORT: '5',
       LLMGW_AGENT_CONTROLLERS: '127.0.0.1:3',
+      LLMGW_AGENT_JOIN_TOKEN: 'join-join-join-join-1',
       LLMGW_AGENT_CACHE_DIR: '/data/cache',
       LLMGW_DATA_DIR: '/data',
     });

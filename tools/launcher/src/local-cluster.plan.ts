@@ -28,6 +28,10 @@ export interface LocalClusterInput {
   readonly catalogFile: string;
   /** Admin token of the controller admin API and the catalog API (kept in the data directory), for `llmgw` as LLMGW_ADMIN_TOKEN. */
   readonly adminToken: string;
+  /** Join token the controller requires and the agent sends (kept in the data directory). */
+  readonly joinToken: string;
+  /** Router token the controller requires and the router sends (kept in the data directory). */
+  readonly routerToken: string;
   /** Variables the user set; a setting the user made is never overridden by a launcher default. */
   readonly userEnv: Readonly<Record<string, string | undefined>>;
 }
@@ -54,7 +58,8 @@ export function clientHost(host: string): string {
  * The four processes of a one-machine cluster sharing one SQLite store in the data directory
  * (the agent keeps its state in `<data dir>/agent`, its weights cache in `<data dir>/cache`).
  * Launcher defaults (a short settling window, the cache location) apply only where the user set
- * nothing. The agent picks the llama.cpp executable itself: llama-server when on PATH, else the
+ * nothing. The join and router tokens are the launcher's own, given to both ends of each
+ * connection, so the controller never runs without them. The agent picks the llama.cpp executable itself: llama-server when on PATH, else the
  * bundled node-llama-cpp engine.
  */
 export function planLocalCluster(input: LocalClusterInput, nodeExecPath: string): AppLaunch[] {
@@ -84,6 +89,8 @@ export function planLocalCluster(input: LocalClusterInput, nodeExecPath: string)
         LLMGW_CONTROLLER_PORT: String(ports.controller),
         LLMGW_CONTROLLER_GRPC_PORT: String(ports.controllerGrpc),
         LLMGW_CONTROLLER_CATALOG_FILE: input.catalogFile,
+        LLMGW_CONTROLLER_JOIN_TOKEN: input.joinToken,
+        LLMGW_CONTROLLER_ROUTER_TOKEN: input.routerToken,
         // One agent, started together with the controller: nothing to wait for before placing.
         ...defaults({ LLMGW_CONTROLLER_SETTLE: '2s', LLMGW_CONTROLLER_ADMIN_TOKEN: input.adminToken }),
       },
@@ -96,7 +103,7 @@ export function planLocalCluster(input: LocalClusterInput, nodeExecPath: string)
     {
       app: 'router',
       ...entry('router'),
-      env: { ...common, LLMGW_ROUTER_PORT: String(ports.router), LLMGW_ROUTER_CONTROLLER: grpc },
+      env: { ...common, LLMGW_ROUTER_PORT: String(ports.router), LLMGW_ROUTER_CONTROLLER: grpc, LLMGW_ROUTER_CONTROLLER_TOKEN: input.routerToken },
     },
     {
       app: 'agent',
@@ -105,6 +112,7 @@ export function planLocalCluster(input: LocalClusterInput, nodeExecPath: string)
         ...common,
         LLMGW_AGENT_PORT: String(ports.agent),
         LLMGW_AGENT_CONTROLLERS: grpc,
+        LLMGW_AGENT_JOIN_TOKEN: input.joinToken,
         ...defaults({ LLMGW_AGENT_CACHE_DIR: join(dataDir, 'cache') }),
       },
     },

@@ -106,14 +106,14 @@ describe('llmgw-agent ↔ controller stream (real agent process, fake controller
       await dead.stop();
 
       // Dead first, then a standby that does not know the leader, then one that does.
-      await startAgent(home(), [deadAddress, unknowing.address, standby.address], { LLMGW_AGENT_JOIN_TOKEN: 's3cret' });
+      await startAgent(home(), [deadAddress, unknowing.address, standby.address], { LLMGW_AGENT_JOIN_TOKEN: 's3cret-0123456789abcdef' });
       await waitFor(() => leader.heartbeats.length >= 1, { deadlineMs: 60_000, message: 'heartbeat at the leader' });
       expect(unknowing.registers.length).toBeGreaterThanOrEqual(1);
       expect(standby.registers.length).toBeGreaterThanOrEqual(1);
       expect(leader.registers.length).toBe(1);
       expect(standby.heartbeats).toHaveLength(0);
       // The token travels on every stream as call metadata.
-      expect(new Set([...standby.authorizations, ...leader.authorizations])).toEqual(new Set(['Bearer s3cret']));
+      expect(new Set([...standby.authorizations, ...leader.authorizations])).toEqual(new Set(['Bearer s3cret-0123456789abcdef']));
     },
     TIMEOUT,
   );
@@ -122,12 +122,12 @@ describe('llmgw-agent ↔ controller stream (real agent process, fake controller
     'a rejected join token stops the agent with a clear error and a non-zero exit, after one attempt',
     async () => {
       const strict = await controller({ kind: 'leader', heartbeatIntervalMs: 500 }, 'the-right-token');
-      const agent = await startAgent(home(), [strict.address], { LLMGW_AGENT_JOIN_TOKEN: 'a-wrong-token' });
+      const agent = await startAgent(home(), [strict.address], { LLMGW_AGENT_JOIN_TOKEN: 'a-wrong-token-0123456789' });
       const exit = await agent.waitForExit(30_000);
       expect(exit.code).toBe(JOIN_REJECTED_EXIT_CODE);
       expect(agent.stderr).toMatch(/controller 127\.0\.0\.1:\d+ rejected this agent \(UNAUTHENTICATED: join token not accepted\)/);
       expect(agent.stderr).toContain('LLMGW_AGENT_JOIN_TOKEN');
-      expect(agent.stderr + agent.stdout).not.toContain('a-wrong-token');
+      expect(agent.stderr + agent.stdout).not.toContain('a-wrong-token-0123456789');
       expect(strict.streamCount).toBe(1);
       expect(strict.registers).toHaveLength(0);
     },

@@ -22,7 +22,7 @@ describe('agent runtime settings', () => {
     const config = loadConfig(agentConfigSchema, {
       LLMGW_AGENT_STATE_DIR: '/srv/agent',
       LLMGW_AGENT_CONTROLLERS: 'ctl-a:8082, [fd00::1]:8082',
-      LLMGW_AGENT_JOIN_TOKEN: 'tok',
+      LLMGW_AGENT_JOIN_TOKEN: 'tok-0123456789abcdef',
       LLMGW_AGENT_ADVERTISE_ADDRESS: 'gpu-7.lan',
       LLMGW_AGENT_ENGINE_HOST: '0.0.0.0',
       LLMGW_AGENT_ENGINE_OVERRIDE: 'sim',
@@ -34,7 +34,7 @@ describe('agent runtime settings', () => {
     expect(config.runtime).toMatchObject({
       stateDir: '/srv/agent',
       controllers: ['ctl-a:8082', '[fd00::1]:8082'],
-      joinToken: 'tok',
+      joinToken: 'tok-0123456789abcdef',
       advertiseAddress: 'gpu-7.lan',
       engineHost: '0.0.0.0',
       engineOverride: 'sim',
@@ -67,6 +67,14 @@ describe('agent runtime settings', () => {
     }
     expect(message).toContain('wildcard address routers cannot reach');
     expect(message).not.toContain('super-secret');
+  });
+
+  it.each([
+    ['too short', 'short-token', 'expected 16 to 512 characters'],
+    ['the example placeholder', 'change-me', 'expected 16 to 512 characters'],
+    ['a long example placeholder', 'change-me-join-token-0123', 'looks like an example placeholder'],
+  ])('refuses a join token that is %s, naming the variable', (_what, token, reason) => {
+    expect(() => loadConfig(agentConfigSchema, { LLMGW_AGENT_JOIN_TOKEN: token })).toThrow(new RegExp(`LLMGW_AGENT_JOIN_TOKEN=<redacted>: ${reason}`));
   });
 
   it('refuses bounds that contradict each other', () => {

@@ -59,8 +59,8 @@ export const AGENT_RUNTIME_ENV = {
   LLMGW_AGENT_NODE_ID: envVar(parseNodeId, { optional: true }),
   /** Controller gRPC addresses `host:port,host:port`; any of them, the agent follows the leader. */
   LLMGW_AGENT_CONTROLLERS: env.list(parseController, { default: ['127.0.0.1:8082'] }),
-  /** Join token, sent as `authorization: Bearer <token>`; unset = none sent. */
-  LLMGW_AGENT_JOIN_TOKEN: env.string({ optional: true }),
+  /** Join token, sent as `authorization: Bearer <token>`; unset = none sent. 16+ characters, not an example placeholder. */
+  LLMGW_AGENT_JOIN_TOKEN: env.token({ optional: true }),
   /** Host or IP routers use to reach this node's engines; default 127.0.0.1. */
   LLMGW_AGENT_ADVERTISE_ADDRESS: envVar(parseAdvertise, { default: '127.0.0.1' }),
   /** Address engines bind to; default the advertise address. */

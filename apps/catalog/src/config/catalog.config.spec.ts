@@ -28,10 +28,12 @@ describe('catalog config', () => {
     }
     expect(error).toBeInstanceOf(ConfigError);
     const message = (error as ConfigError).message;
-    expect(message).toContain('LLMGW_CATALOG_ADMIN_TOKEN=<redacted>: must be at least 16 characters');
+    expect(message).toContain('LLMGW_CATALOG_ADMIN_TOKEN=<redacted>: expected 16 to 512 characters');
     expect(message).toContain('LLMGW_CATALOG_BODY_LIMIT="1GB": must be at most');
     expect(message).not.toContain('short');
     expect(() => loadConfig(catalogConfigSchema, { LLMGW_CATALOG_BODY_LIMIT: 'lots' })).toThrow(/LLMGW_CATALOG_BODY_LIMIT="lots": "lots" is not a size/);
-    expect(() => loadConfig(catalogConfigSchema, { LLMGW_CATALOG_ADMIN_TOKEN: 'has space 0123456789' })).toThrow(/must not contain whitespace/);
+    expect(() => loadConfig(catalogConfigSchema, { LLMGW_CATALOG_ADMIN_TOKEN: 'has space 0123456789' })).toThrow(/without whitespace/);
+    // The example Secret's value, copied as is: refused as a placeholder.
+    expect(() => loadConfig(catalogConfigSchema, { LLMGW_CATALOG_ADMIN_TOKEN: 'change-me-admin-token-0123' })).toThrow(/LLMGW_CATALOG_ADMIN_TOKEN=<redacted>: looks like an example placeholder/);
   });
 });

@@ -8,8 +8,6 @@ import { z } from 'zod';
  * catalog of thousands of models fits in far less, and parsing more would hold the event loop).
  */
 export const MAX_BODY_LIMIT_BYTES = CATALOG_DOCUMENT_LIMITS.maxBytes;
-/** Shortest admin token accepted: a guessable token is worse than none. */
-export const MIN_ADMIN_TOKEN_LENGTH = 16;
 
 /** A byte size such as `1MiB`, `512KB` or `1048576`, at most {@link MAX_BODY_LIMIT_BYTES}. */
 const parseBodyLimit: EnvParse<number> = (raw) => {
@@ -17,13 +15,6 @@ const parseBodyLimit: EnvParse<number> = (raw) => {
   if (!size.ok) return { ok: false, reason: size.message };
   if (size.bytes > MAX_BODY_LIMIT_BYTES) return { ok: false, reason: `must be at most ${MAX_BODY_LIMIT_BYTES} bytes (${MAX_BODY_LIMIT_BYTES / 1024 / 1024}MiB)` };
   return { ok: true, value: size.bytes };
-};
-
-/** Any text of at least {@link MIN_ADMIN_TOKEN_LENGTH} characters without whitespace. */
-const parseAdminToken: EnvParse<string> = (raw) => {
-  if (/\s/.test(raw)) return { ok: false, reason: 'must not contain whitespace' };
-  if (raw.length < MIN_ADMIN_TOKEN_LENGTH) return { ok: false, reason: `must be at least ${MIN_ADMIN_TOKEN_LENGTH} characters` };
-  return { ok: true, value: raw };
 };
 
 /**
@@ -36,7 +27,7 @@ export const catalogConfigSchema = z
     /** HTTP listener (catalog API, health, readiness, metrics); 0 = any free port. */
     LLMGW_CATALOG_PORT: env.port({ default: 8083 }),
     /** Bearer token every /v1/catalog request must carry; unset = the API refuses every request. */
-    LLMGW_CATALOG_ADMIN_TOKEN: envVar(parseAdminToken, { optional: true }),
+    LLMGW_CATALOG_ADMIN_TOKEN: env.token({ optional: true }),
     /** Largest request body; a bigger one is answered 413 without being read. Default 1MiB. */
     LLMGW_CATALOG_BODY_LIMIT: envVar(parseBodyLimit, { default: 1024 * 1024 }),
     ...DATABASE_ENV,

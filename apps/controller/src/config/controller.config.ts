@@ -15,12 +15,6 @@ const parseLeaseName: EnvParse<string> = (raw) =>
     ? { ok: true, value: raw }
     : { ok: false, reason: 'expected a lease name of letters, digits, ".", "_" or "-" (at most 64)' };
 
-/** A bearer token: at least 16 visible ASCII characters, no spaces. */
-const parseToken: EnvParse<string> = (raw) =>
-  /^[\x21-\x7e]{16,512}$/.test(raw)
-    ? { ok: true, value: raw }
-    : { ok: false, reason: 'expected at least 16 visible ASCII characters without spaces' };
-
 /**
  * Every setting llmgw-controller reads, validated once at boot: the shared LLMGW_* variables plus
  * its own. Unknown variables are ignored; a bad value for a known one refuses to start. Durations
@@ -34,10 +28,14 @@ export const controllerConfigSchema = z
     /** gRPC listener for agents and routers; 0 = any free port (the bound port is logged). */
     LLMGW_CONTROLLER_GRPC_PORT: env.port({ default: 8082 }),
     ...DATABASE_ENV,
-    /** Agents must send `authorization: Bearer <token>`; unset = agents are not checked. */
-    LLMGW_CONTROLLER_JOIN_TOKEN: envVar(parseToken, { optional: true }),
+    /** Agents must send `authorization: Bearer <token>`; required unless LLMGW_CONTROLLER_INSECURE_NO_AUTH=true. */
+    LLMGW_CONTROLLER_JOIN_TOKEN: env.token({ optional: true }),
+    /** Routers must send `authorization: Bearer <token>` (Watch, ReportUsage); required unless LLMGW_CONTROLLER_INSECURE_NO_AUTH=true. */
+    LLMGW_CONTROLLER_ROUTER_TOKEN: env.token({ optional: true }),
+    /** Explicitly run gRPC without the join and/or router token that is unset (logged as a warning): anyone reaching the port may join or watch. */
+    LLMGW_CONTROLLER_INSECURE_NO_AUTH: env.boolean({ default: false }),
     /** Admin API bearer token; unset = the admin API answers loopback clients only. */
-    LLMGW_CONTROLLER_ADMIN_TOKEN: envVar(parseToken, { optional: true }),
+    LLMGW_CONTROLLER_ADMIN_TOKEN: env.token({ optional: true }),
     /** Catalog file (YAML or JSON) seeded into the store when the store holds no catalog yet. */
     LLMGW_CONTROLLER_CATALOG_FILE: env.path({ optional: true }),
     /** Lease name shared by the controllers of one store; unset = this controller always leads. */
@@ -68,6 +66,17 @@ export const controllerConfigSchema = z
     LLMGW_CONTROLLER_COMMAND_TIMEOUT: env.duration({ default: '30s' }),
   })
   .superRefine((e, ctx) => {
+    if (!e.LLMGW_CONTROLLER_INSECURE_NO_AUTH) {
+      const tokens: [keyof typeof e, string | undefined, string][] = [
+        ['LLMGW_CONTROLLER_JOIN_TOKEN', e.LLMGW_CONTROLLER_JOIN_TOKEN, 'agents'],
+        ['LLMGW_CONTROLLER_ROUTER_TOKEN', e.LLMGW_CONTROLLER_ROUTER_TOKEN, 'routers'],
+      ];
+      for (const [key, value, who] of tokens) {
+        if (value === undefined) {
+          ctx.addIssue({ code: 'custom', path: [key], message: `is required: without it anyone reaching the gRPC port is taken for one of the ${who} (set LLMGW_CONTROLLER_INSECURE_NO_AUTH=true to run without it on purpose)` });
+        }
+      }
+    }
     const positive: [keyof typeof e, number][] = [
       ['LLMGW_CONTROLLER_HEARTBEAT_INTERVAL', e.LLMGW_CONTROLLER_HEARTBEAT_INTERVAL],
       ['LLMGW_CONTROLLER_TICK', e.LLMGW_CONTROLLER_TICK],
@@ -99,6 +108,9 @@ export const controllerConfigSchema = z
       /** Store connection; unset = SQLite file `llmgw.db` in the data dir. */
       databaseUrl: e.LLMGW_DATABASE_URL ?? `sqlite:${join(shared.dataDir, 'llmgw.db')}`,
       joinToken: e.LLMGW_CONTROLLER_JOIN_TOKEN,
+      routerToken: e.LLMGW_CONTROLLER_ROUTER_TOKEN,
+      /** LLMGW_CONTROLLER_INSECURE_NO_AUTH: a missing join or router token was allowed on purpose. */
+      insecureNoAuth: e.LLMGW_CONTROLLER_INSECURE_NO_AUTH,
       adminToken: e.LLMGW_CONTROLLER_ADMIN_TOKEN,
       catalogFile: e.LLMGW_CONTROLLER_CATALOG_FILE,
       lease:

@@ -1,9 +1,9 @@
-import { timingSafeEqual } from 'node:crypto';
-import { status, type Metadata, type ServerDuplexStream } from '@grpc/grpc-js';
+import { status, type ServerDuplexStream } from '@grpc/grpc-js';
 import type { AgentServiceServer, ConnectRequest, ConnectResponse } from '@llmgw/proto';
 import type { Logger } from 'pino';
 import type { NodeHeartbeat, NodeRegistration } from '../nodes/node.entry';
 import { AgentSession } from './agent.sessions';
+import { tokenMatches } from './bearer-token.auth';
 import { heartbeatFromProto, registrationFromProto, replicaStatusFromProto, WireError, type ReplicaStatusReport } from './proto.mapper';
 
 /** Whether this controller takes agents now, and where the leader is when it does not. */
@@ -106,14 +106,4 @@ export function agentService(handler: AgentStreamHandler, joinToken: string | un
       call.on('close', closed);
     },
   };
-}
-
-function tokenMatches(metadata: Metadata, token: string | undefined): boolean {
-  if (token === undefined) return true;
-  const header = metadata.get('authorization')[0];
-  const m = typeof header === 'string' ? /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(header) : null;
-  if (!m) return false;
-  const given = Buffer.from(m[1]);
-  const wanted = Buffer.from(token);
-  return given.length === wanted.length && timingSafeEqual(given, wanted);
 }

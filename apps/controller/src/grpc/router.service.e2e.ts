@@ -1,6 +1,9 @@
-// RouterService.Watch over real gRPC against the in-process controller: a router that asks for
+// RouterService over real gRPC against the in-process controller: a router that asks for
 // compressed snapshots and one that does not (an older router) follow the same revisions and see
-// the same endpoints, each in the form it asked for.
+// the same endpoints, each in the form it asked for; with a router token, a client without it
+// can neither watch nor report usage, and a forged usage time in the future is clamped.
+import { credentials, Metadata, status, type ServiceError } from '@grpc/grpc-js';
+import { RouterServiceClient } from '@llmgw/proto';
 import { sqliteBackend, waitFor, type TestDatabase } from '@llmgw/testing';
 import { afterAll, describe, expect, it } from 'vitest';
 import { FakeAgent } from '../test/agent.fake';
@@ -51,6 +54,72 @@ describe('RouterService.Watch, compressed and plain', () => {
 
       const watching = controller.logs.filter((l) => l.msg === 'router watching').map((l) => [l.routerId, l.compressed]);
       expect(watching).toEqual(expect.arrayContaining([['new-router', true], ['old-router', false]]));
+    },
+    60_000,
+  );
+});
+
+describe('RouterService with a router token', () => {
+  it(
+    'refuses Watch and ReportUsage without the token; clamps a forged usage time in the future to now and counts it',
+    async () => {
+      const token = 'router-token-for-this-test-0123';
+      const db: TestDatabase = await sqliteBackend.create();
+      const file = catalogFile(catalogDoc([{ name: 'llama', replicas: 2 }]));
+      cleanups.push(() => db.drop(), () => file.cleanup());
+      const controller = await startController({
+        LLMGW_DATABASE_URL: db.url,
+        LLMGW_CONTROLLER_CATALOG_FILE: file.path,
+        LLMGW_CONTROLLER_SETTLE: '200ms',
+        LLMGW_CONTROLLER_JOIN_TOKEN: 'join-token-for-this-test-0123',
+        LLMGW_CONTROLLER_ROUTER_TOKEN: token,
+        LLMGW_CONTROLLER_INSECURE_NO_AUTH: 'false',
+      });
+      cleanups.push(() => controller.close());
+      const agent = new FakeAgent({ nodeId: 'node-1', controllers: [controller.grpc], engines: 'none', token: 'join-token-for-this-test-0123' });
+      cleanups.push(() => agent.stop());
+      agent.connect();
+      const router = new WatchingRouter(controller.grpc, 'real-router', true, token);
+      cleanups.push(() => router.close());
+      await waitFor(() => router.latest?.endpoints.length === 2, { deadlineMs: 30_000, message: 'two endpoints for the router with the token' });
+
+      // Watch: no token, a wrong one: UNAUTHENTICATED, and not one snapshot.
+      const anonymous = new WatchingRouter(controller.grpc, 'anonymous');
+      const wrong = new WatchingRouter(controller.grpc, 'guesser', false, 'not-the-router-token-0123');
+      cleanups.push(() => anonymous.close(), () => wrong.close());
+      await waitFor(() => anonymous.lastStatus && wrong.lastStatus, { deadlineMs: 5_000, message: 'both refused' });
+      for (const w of [anonymous, wrong]) {
+        expect(w.lastStatus).toEqual({ code: status.UNAUTHENTICATED, details: expect.stringContaining('router token') });
+        expect(w.snapshots).toEqual([]);
+      }
+      expect(controller.logs.filter((l) => l.msg === 'router watching').map((l) => l.routerId)).toEqual(['real-router']);
+
+      // ReportUsage: the forged year-2100 time, without the token: refused, nothing recorded.
+      const [a, b] = router.latest!.endpoints.map((e) => e.replicaId).sort();
+      const client = new RouterServiceClient(controller.grpc, credentials.createInsecure());
+      cleanups.push(() => client.close());
+      const report = (lastUsedUnixMs: Record<string, number>, bearer?: string): Promise<ServiceError | null> => {
+        const md = new Metadata();
+        if (bearer !== undefined) md.set('authorization', `Bearer ${bearer}`);
+        return new Promise((resolve) => client.reportUsage({ routerId: 'forger', lastUsedUnixMs }, md, { deadline: Date.now() + 5_000 }, (error) => resolve(error)));
+      };
+      const YEAR_2100 = 4_102_444_800_000;
+      expect(await report({ [a]: YEAR_2100 })).toMatchObject({ code: status.UNAUTHENTICATED });
+      expect(await report({ [a]: YEAR_2100 }, 'not-the-router-token-0123')).toMatchObject({ code: status.UNAUTHENTICATED });
+      expect(controller.plane.replicas.get(a)?.replica.lastUsedAt).toBeUndefined();
+
+      // With the token: a time in the future is clamped to now; one an hour ago is kept as it is.
+      const before = Date.now();
+      const hourAgo = before - 3_600_000;
+      expect(await report({ [a]: YEAR_2100, [b]: hourAgo }, token)).toBeNull();
+      const after = Date.now();
+      const clamped = controller.plane.replicas.get(a)?.replica.lastUsedAt;
+      expect(clamped).toBeGreaterThanOrEqual(before);
+      expect(clamped).toBeLessThanOrEqual(after);
+      expect(controller.plane.replicas.get(b)?.replica.lastUsedAt).toBe(hourAgo);
+      const metrics = await (await fetch(`${controller.http}/metrics`)).text();
+      expect(metrics).toMatch(/^llmgw_controller_usage_future_clamped_total 1$/m);
+      expect(controller.logs.some((l) => l.msg === 'router reported usage times in the future; clamped to now' && l.routerId === 'forger' && l.clamped === 1)).toBe(true);
     },
     60_000,
   );

@@ -1,4 +1,5 @@
-import type { ServerUnaryCall, ServerWritableStream, sendUnaryData } from '@grpc/grpc-js';
+import { status, type ServerUnaryCall, type ServerWritableStream, type sendUnaryData } from '@grpc/grpc-js';
+import type { Clock } from '@llmgw/domain';
 import {
   RouterServiceService,
   WatchResponse,
@@ -10,7 +11,22 @@ import {
 import type { Logger } from 'pino';
 import type { EndpointSink, EndpointSnapshot } from '../publishing/endpoint-sink.port';
 import type { EndpointPublisher } from '../publishing/endpoint.publisher';
+import { tokenMatches } from './bearer-token.auth';
 import { encodeCompressedWatchResponse, encodeWatchResponse } from './snapshot.encoder';
+
+/** How far ahead of the controller's clock a router's usage time may be before it is clamped to now. */
+export const USAGE_FUTURE_SKEW_MS = 5_000;
+
+/** What RouterService checks calls against. */
+export interface RouterServiceOptions {
+  /** Routers must send `authorization: Bearer <token>`; undefined = not checked (insecure mode). */
+  readonly token: string | undefined;
+  readonly clock: Clock;
+  /** Called with how many usage times of one report were later than now + skew (and clamped). */
+  readonly futureUsageClamped: (count: number) => void;
+}
+
+const UNAUTHENTICATED = { code: status.UNAUTHENTICATED, details: 'missing or wrong router token (authorization: Bearer <token>)' };
 
 /** Where usage reports go (the usage tracker). Times are ms since the epoch. */
 export interface UsageReceiver {
@@ -64,15 +80,23 @@ class WatchSink implements EndpointSink {
 }
 
 /**
- * `RouterService`: Watch attaches the router's stream to the publisher (the current snapshot
- * at once, then every change; `compressed` when the router set `accept_compressed`, the plain
- * `snapshot` otherwise) until the router goes away; ReportUsage hands the last-used map to
- * the usage tracker, dropping entries whose time is 0 as the contract says.
+ * `RouterService`, both methods refused UNAUTHENTICATED without the router token: Watch
+ * attaches the router's stream to the publisher (the current snapshot at once, then every
+ * change; `compressed` when the router set `accept_compressed`, the plain `snapshot` otherwise)
+ * until the router goes away; ReportUsage hands the last-used map to the usage tracker,
+ * dropping entries whose time is 0 as the contract says and clamping times later than now +
+ * {@link USAGE_FUTURE_SKEW_MS} to now (the newest time wins, so a time in the future would
+ * otherwise hold a replica "in use" for as long as the controller runs).
  */
-export function routerService(publisher: EndpointPublisher, usage: UsageReceiver, logger: Logger): RouterServiceServer {
+export function routerService(publisher: EndpointPublisher, usage: UsageReceiver, options: RouterServiceOptions, logger: Logger): RouterServiceServer {
   const log = logger.child({ context: 'RouterService' });
   return {
     watch(call: ServerWritableStream<WatchRequest, WatchResponse>) {
+      if (!tokenMatches(call.metadata, options.token)) {
+        log.warn({ peer: call.getPeer(), routerId: call.request.routerId }, 'router refused: missing or wrong router token');
+        call.emit('error', UNAUTHENTICATED);
+        return;
+      }
       const routerId = call.request.routerId || call.getPeer();
       log.info({ routerId, compressed: call.request.acceptCompressed }, 'router watching');
       const detach = publisher.attach(new WatchSink(call));
@@ -88,8 +112,23 @@ export function routerService(publisher: EndpointPublisher, usage: UsageReceiver
       call.on('error', end);
     },
     reportUsage(call: ServerUnaryCall<ReportUsageRequest, ReportUsageResponse>, callback: sendUnaryData<ReportUsageResponse>) {
+      if (!tokenMatches(call.metadata, options.token)) {
+        log.warn({ peer: call.getPeer(), routerId: call.request.routerId }, 'router usage refused: missing or wrong router token');
+        callback(UNAUTHENTICATED);
+        return;
+      }
+      const now = options.clock.now();
       const lastUsed = new Map<string, number>();
-      for (const [id, at] of Object.entries(call.request.lastUsedUnixMs)) if (at > 0) lastUsed.set(id, at);
+      let clamped = 0;
+      for (const [id, at] of Object.entries(call.request.lastUsedUnixMs)) {
+        if (!(at > 0)) continue;
+        if (at > now + USAGE_FUTURE_SKEW_MS) clamped += 1;
+        lastUsed.set(id, at > now + USAGE_FUTURE_SKEW_MS ? now : at);
+      }
+      if (clamped > 0) {
+        options.futureUsageClamped(clamped);
+        log.warn({ routerId: call.request.routerId, clamped }, 'router reported usage times in the future; clamped to now');
+      }
       usage.report(call.request.routerId, lastUsed);
       callback(null, {});
     },

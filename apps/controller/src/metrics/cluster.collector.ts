@@ -25,6 +25,8 @@ export interface ClusterMetricsSource {
 export interface ControllerMetrics {
   observePass(seconds: number): void;
   observePublish(seconds: number): void;
+  /** Router usage times that were in the future and clamped to now. */
+  countFutureUsage(count: number): void;
 }
 
 const GPU_STATES = ['used', 'free', 'unhealthy', 'unavailable'] as const;
@@ -243,7 +245,16 @@ export function registerClusterMetrics(registry: Registry, source: ClusterMetric
       for (const [kind, n] of Object.entries(source.commandsSent())) this.inc({ kind }, n);
     },
   });
-  return { observePass: (seconds) => passes.observe(seconds), observePublish: (seconds) => publishes.observe(seconds) };
+  const futureUsage = new Counter({
+    name: 'llmgw_controller_usage_future_clamped_total',
+    help: 'Replica last-used times routers reported later than the controller clock plus 5 s skew, clamped to now.',
+    registers,
+  });
+  return {
+    observePass: (seconds) => passes.observe(seconds),
+    observePublish: (seconds) => publishes.observe(seconds),
+    countFutureUsage: (count) => futureUsage.inc(count),
+  };
 }
 
 function allNodesInventory(nodes: ReadonlyMap<string, NodeEntry>, replicas: ReadonlyMap<string, ReplicaEntry>) {

@@ -1,6 +1,6 @@
 // Test support: an in-process controller (the real Nest module on real ports), a watching
 // router over real gRPC, and a catalog document builder.
-import { credentials, type ClientReadableStream } from '@grpc/grpc-js';
+import { credentials, Metadata, type ClientReadableStream } from '@grpc/grpc-js';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -42,9 +42,13 @@ export interface TestController {
   close(): Promise<void>;
 }
 
-/** Starts the real controller module on 127.0.0.1 (HTTP on port 0; gRPC on LLMGW_CONTROLLER_GRPC_PORT or 0). */
+/**
+ * Starts the real controller module on 127.0.0.1 (HTTP on port 0; gRPC on LLMGW_CONTROLLER_GRPC_PORT or 0).
+ * Without tokens in `env` it runs with LLMGW_CONTROLLER_INSECURE_NO_AUTH=true, said explicitly
+ * here: tests about control logic need no credentials; tests about them pass tokens.
+ */
 export async function startController(env: Record<string, string>): Promise<TestController> {
-  const config = loadConfig(controllerConfigSchema, { LLMGW_CONTROLLER_GRPC_PORT: '0', LLMGW_LOG_LEVEL: 'info', ...FAST_ENV, ...env });
+  const config = loadConfig(controllerConfigSchema, { LLMGW_CONTROLLER_GRPC_PORT: '0', LLMGW_LOG_LEVEL: 'info', LLMGW_CONTROLLER_INSECURE_NO_AUTH: 'true', ...FAST_ENV, ...env });
   const logs: Record<string, unknown>[] = [];
   const destination = new Writable({
     write(chunk, _enc, done) {
@@ -86,11 +90,15 @@ export class WatchingRouter {
   private stopped = false;
   /** Streams opened so far. */
   streams = 0;
+  /** How the last stream ended (e.g. UNAUTHENTICATED), if one has. */
+  lastStatus: { code: number; details: string } | undefined;
 
   constructor(
     private address: string,
     readonly routerId = 'test-router',
     readonly compressed = false,
+    /** Sent as `authorization: Bearer <token>` when given. */
+    readonly token?: string,
   ) {
     this.client = new RouterServiceClient(address, credentials.createInsecure());
     this.open();
@@ -115,7 +123,9 @@ export class WatchingRouter {
   private open(): void {
     if (this.stopped) return;
     this.streams += 1;
-    const call = this.client.watch({ routerId: this.routerId, acceptCompressed: this.compressed });
+    const metadata = new Metadata();
+    if (this.token !== undefined) metadata.set('authorization', `Bearer ${this.token}`);
+    const call = this.client.watch({ routerId: this.routerId, acceptCompressed: this.compressed }, metadata);
     this.call = call;
     call.on('data', (r: WatchResponse) => {
       if (r.snapshot) {
@@ -127,7 +137,8 @@ export class WatchingRouter {
       }
     });
     call.on('error', () => undefined);
-    call.on('status', () => {
+    call.on('status', (s: { code: number; details: string }) => {
+      this.lastStatus = { code: s.code, details: s.details };
       if (this.call === call && !this.stopped) setTimeout(() => this.open(), 100);
     });
   }

@@ -21,6 +21,7 @@ describe('routerConfigSchema', () => {
   it('reads every router setting', () => {
     const c = loadConfig(routerConfigSchema, {
       LLMGW_ROUTER_CONTROLLER: '10.0.0.2:8082',
+      LLMGW_ROUTER_CONTROLLER_TOKEN: 'router-token-0123456789',
       LLMGW_ROUTER_SCORERS: 'queue=1,in-flight=0.5',
       LLMGW_ROUTER_MAX_KV_USAGE: '0.8',
       LLMGW_ROUTER_QUEUE_TIMEOUT: '2s',
@@ -33,6 +34,7 @@ describe('routerConfigSchema', () => {
     expect(c.proxy.maxJsonDepth).toBe(16);
     expect(c.http).toEqual({ maxConnections: 50, minBodyBytesPerSecond: 0, bodyRateGraceMs: 3_000 });
     expect(c.controllerAddress).toBe('10.0.0.2:8082');
+    expect(c.controllerToken).toBe('router-token-0123456789');
     expect(c.scorerWeights).toEqual({ queue: 1, 'in-flight': 0.5 });
     expect(c.admission).toMatchObject({ thresholds: { maxKvUsage: 0.8 }, queueDeadlineMs: 2_000, retryAfterMaxSeconds: 60 });
   });
@@ -66,5 +68,11 @@ describe('routerConfigSchema', () => {
     expect(() => loadConfig(routerConfigSchema, { LLMGW_ROUTER_MIN_BODY_RATE: '-1' })).toThrow(/LLMGW_ROUTER_MIN_BODY_RATE/);
     expect(() => loadConfig(routerConfigSchema, { LLMGW_ROUTER_BODY_RATE_GRACE: 'soon' })).toThrow(/LLMGW_ROUTER_BODY_RATE_GRACE/);
     expect(() => loadConfig(routerConfigSchema, { LLMGW_ROUTER_SCORERS: 'queue=0' })).toThrow(/queue: weight must be a positive number, got 0/);
+  });
+
+  it('refuses a controller token that is short or an example placeholder, naming the variable, never the value', () => {
+    expect(() => loadConfig(routerConfigSchema, { LLMGW_ROUTER_CONTROLLER_TOKEN: 'change-me' })).toThrow(/LLMGW_ROUTER_CONTROLLER_TOKEN=<redacted>: expected 16 to 512 characters/);
+    expect(() => loadConfig(routerConfigSchema, { LLMGW_ROUTER_CONTROLLER_TOKEN: 'change-me-router-token-0123' })).toThrow(/LLMGW_ROUTER_CONTROLLER_TOKEN=<redacted>: looks like an example placeholder/);
+    expect(loadConfig(routerConfigSchema, {}).controllerToken).toBeUndefined();
   });
 });

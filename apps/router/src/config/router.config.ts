@@ -62,6 +62,8 @@ export const routerConfigSchema = z
     LLMGW_ROUTER_ID: env.string({ optional: true }),
     /** Controller gRPC address (host:port) to watch endpoints from and report usage to; unset = static mode. */
     LLMGW_ROUTER_CONTROLLER: envVar(parseAddress, { optional: true }),
+    /** The controller's router token (its LLMGW_CONTROLLER_ROUTER_TOKEN), sent on Watch and ReportUsage; unset = none sent. */
+    LLMGW_ROUTER_CONTROLLER_TOKEN: env.token({ optional: true }),
     /** YAML/JSON file with `models` and `endpoints`: the whole routing table in static mode, the seed otherwise. */
     LLMGW_ROUTER_CONFIG_FILE: env.path({ optional: true }),
     /** YAML/JSON file with `keys: [{ name, key }]`; unset = no authentication. */
@@ -120,6 +122,7 @@ export const routerConfigSchema = z
     port: e.LLMGW_ROUTER_PORT,
     routerId: e.LLMGW_ROUTER_ID,
     controllerAddress: e.LLMGW_ROUTER_CONTROLLER,
+    controllerToken: e.LLMGW_ROUTER_CONTROLLER_TOKEN,
     configFile: e.LLMGW_ROUTER_CONFIG_FILE,
     apiKeysFile: e.LLMGW_ROUTER_API_KEYS_FILE,
     http: {

@@ -1,5 +1,5 @@
-import { Metadata } from '@grpc/grpc-js';
 import type { RouterServiceClient } from '@llmgw/proto';
+import { controllerMetadata } from '../watch/controller.metadata';
 import type { UsageSink } from './usage.sink';
 
 /** {@link UsageSink} over `RouterService.ReportUsage`, each call bounded by `deadlineMs`. */
@@ -8,6 +8,8 @@ export class GrpcUsageSink implements UsageSink {
     private readonly client: RouterServiceClient,
     private readonly routerId: string,
     private readonly deadlineMs: number,
+    /** LLMGW_ROUTER_CONTROLLER_TOKEN, sent as `authorization: Bearer`; unset = none sent. */
+    private readonly token?: string,
   ) {}
 
   report(lastUsed: ReadonlyMap<string, number>): Promise<void> {
@@ -16,7 +18,7 @@ export class GrpcUsageSink implements UsageSink {
     return new Promise((resolve, reject) => {
       this.client.reportUsage(
         { routerId: this.routerId, lastUsedUnixMs },
-        new Metadata(),
+        controllerMetadata(this.token),
         { deadline: Date.now() + this.deadlineMs },
         (error) => (error ? reject(error) : resolve()),
       );

@@ -3,6 +3,7 @@ import type { ClientReadableStream } from '@grpc/grpc-js';
 import type { EndpointSnapshot, RouterServiceClient, WatchResponse } from '@llmgw/proto';
 import type { Logger } from 'pino';
 import type { ApplyResult, EndpointRegistry } from '../endpoints/endpoint.registry';
+import { controllerMetadata } from './controller.metadata';
 import { inflateSnapshot, snapshotFromProto } from './snapshot.mapper';
 
 /**
@@ -15,6 +16,8 @@ export const WATCH_MAX_MESSAGE_BYTES = 4 * 1024 * 1024;
 /** Watch settings; times in milliseconds. */
 export interface ControllerWatchOptions {
   readonly routerId: string;
+  /** LLMGW_ROUTER_CONTROLLER_TOKEN, sent as `authorization: Bearer`; unset = none sent. */
+  readonly token?: string;
   readonly backoffMinMs: number;
   readonly backoffMaxMs: number;
   readonly rng: Rng;
@@ -80,7 +83,7 @@ export class ControllerWatch {
   private open(): void {
     if (this.stopped) return;
     if (this.opened++ > 0) this.hooks.reconnect?.();
-    const call = this.client.watch({ routerId: this.options.routerId, acceptCompressed: true });
+    const call = this.client.watch({ routerId: this.options.routerId, acceptCompressed: true }, controllerMetadata(this.options.token));
     this.call = call;
     let first = true;
     let ended = false;
