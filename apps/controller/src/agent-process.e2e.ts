@@ -1,12 +1,13 @@
 // The controller with real llmgw-agent processes (fake GPUs, the engine simulator in place of
 // vLLM): placement onto real engines, kill -9 of an agent and its engines with the replicas
 // rebuilt on the survivor, and a model removed from the catalog stopping its engines.
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openStore } from '@llmgw/store';
 import { processExists, runTsEntry, spawnProcess, sqliteBackend, stopAllSpawned, waitFor, type SpawnedProcess } from '@llmgw/testing';
 import { afterAll, describe, expect, it } from 'vitest';
+import { hashNodeSecret } from './nodes/node-credential.service';
 import { catalogFile, startController, WatchingRouter } from './test/controller.harness';
 
 const cleanups: (() => Promise<unknown> | void)[] = [];
@@ -18,8 +19,8 @@ afterAll(async () => {
   for (const pid of enginePids) if (processExists(pid)) process.kill(-pid, 'SIGKILL');
 });
 
-function startAgent(nodeId: string, controller: string, root: string): Promise<SpawnedProcess> {
-  const home = join(root, nodeId);
+function startAgent(nodeId: string, controller: string, root: string, extra: { home?: string; env?: Record<string, string>; ready?: boolean } = {}): Promise<SpawnedProcess> {
+  const home = extra.home ?? join(root, nodeId);
   const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('LLMGW_') && !k.startsWith('HF_')));
   return spawnProcess({
     ...runTsEntry('apps/agent/src/main.ts'),
@@ -39,8 +40,9 @@ function startAgent(nodeId: string, controller: string, root: string): Promise<S
       LLMGW_AGENT_RECONNECT_MAX: '1s',
       LLMGW_AGENT_READY_TIMEOUT: '60s',
       LLMGW_AGENT_STOP_GRACE: '5s',
+      ...extra.env,
     },
-    readyWhen: { stdoutMatch: /llmgw-agent listening on http:\/\/127\.0\.0\.1:(\d+)/ },
+    readyWhen: extra.ready === false ? undefined : { stdoutMatch: /llmgw-agent listening on http:\/\/127\.0\.0\.1:(\d+)/ },
     deadlineMs: 60_000,
   });
 }
@@ -108,5 +110,54 @@ describe('with real agent processes', () => {
       for (const e of rebuilt.endpoints) await expect(fetch(`${e.url}/health`)).rejects.toThrow();
     },
     240_000,
+  );
+
+  it(
+    'a real agent keeps the node secret it was issued (0600) and rejoins with it after a restart; another machine claiming its id is refused and stops',
+    async () => {
+      const root = mkdtempSync(join(tmpdir(), 'llmgw-ctl-identity-'));
+      cleanups.push(() => rmSync(root, { recursive: true, force: true }));
+      const db = await sqliteBackend.create();
+      const file = catalogFile({ models: [] });
+      cleanups.push(() => db.drop(), () => file.cleanup());
+      const joinToken = 'agent-identity-join-token-0123';
+      const controller = await startController({
+        LLMGW_DATABASE_URL: db.url,
+        LLMGW_CONTROLLER_CATALOG_FILE: file.path,
+        LLMGW_CONTROLLER_JOIN_TOKEN: joinToken,
+        LLMGW_CONTROLLER_ROUTER_TOKEN: 'agent-identity-router-token-0123',
+        LLMGW_CONTROLLER_INSECURE_NO_AUTH: 'false',
+      });
+      cleanups.push(() => controller.close());
+      const env = { LLMGW_AGENT_JOIN_TOKEN: joinToken };
+
+      // 1. First join: the controller issues a secret; the agent keeps it, mode 0600; the store has its hash only.
+      const first = await startAgent('node-x', controller.grpc, root, { env });
+      cleanups.push(() => first.stop());
+      const secretFile = join(root, 'node-x', 'data', 'agent', 'node-secret');
+      const secret = await waitFor(() => (controller.plane.sessions.get('node-x') ? readFileSync(secretFile, 'utf8').trim() : undefined), { deadlineMs: 60_000, message: 'joined with a kept secret' });
+      expect(secret).toMatch(/^[A-Za-z0-9_-]{43}$/);
+      expect(statSync(secretFile).mode & 0o777).toBe(0o600);
+      const store = await openStore(db.url);
+      cleanups.push(() => store.close());
+      expect(await store.nodes.credentialHash('node-x')).toBe(hashNodeSecret(secret));
+
+      // 2. The agent restarts: it presents the secret and is welcomed again, with no new secret.
+      await first.stop();
+      await waitFor(() => controller.plane.sessions.get('node-x') === undefined, { deadlineMs: 10_000, message: 'stream closed' });
+      const again = await startAgent('node-x', controller.grpc, root, { env });
+      cleanups.push(() => again.stop());
+      const session = await waitFor(() => controller.plane.sessions.get('node-x'), { deadlineMs: 60_000, message: 'rejoined' });
+      expect(readFileSync(secretFile, 'utf8').trim()).toBe(secret);
+
+      // 3. Another machine, set up with the same node id and the join token but its own state: refused, it stops (exit 78), the live session stays.
+      const other = await startAgent('node-x', controller.grpc, root, { home: join(root, 'other-machine'), env, ready: false });
+      const exit = await other.waitForExit(60_000);
+      expect(exit.code).toBe(78);
+      expect(other.stderr).toContain("PERMISSION_DENIED: node id 'node-x' is bound to another agent");
+      expect(controller.plane.sessions.get('node-x')).toBe(session);
+      for (const text of [first.stdout, first.stderr, again.stdout, again.stderr, other.stdout, other.stderr, JSON.stringify(controller.logs)]) expect(text).not.toContain(secret);
+    },
+    180_000,
   );
 });

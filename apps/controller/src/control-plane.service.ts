@@ -10,6 +10,7 @@ import type { ControllerConfig } from './config/controller.config';
 import { agentService, type Admission, type AgentStreamHandler } from './grpc/agent.service';
 import { AgentSessions, type AgentSession } from './grpc/agent.sessions';
 import { ControllerGrpcServer } from './grpc/grpc.server';
+import { NodeCredentialService, type NodeAuthentication } from './nodes/node-credential.service';
 import type { ReplicaStatusReport } from './grpc/proto.mapper';
 import { routerService } from './grpc/router.service';
 import { LeadershipService } from './leadership/leadership.service';
@@ -58,6 +59,7 @@ export class ControlPlane implements AgentStreamHandler {
   readonly reconciler: Reconciler;
   private readonly persister: StatePersister;
   private readonly grpc: ControllerGrpcServer;
+  private readonly credentials: NodeCredentialService;
   private readonly log: Logger;
   private phaseValue: Phase = 'standby';
   private termStartedAt = 0;
@@ -138,6 +140,7 @@ export class ControlPlane implements AgentStreamHandler {
       this.publisher.schedule();
       this.requestPass();
     });
+    this.credentials = new NodeCredentialService(store.nodes, this.clock);
     this.grpc = new ControllerGrpcServer(
       agentService(this, config.joinToken, logger),
       routerService(this.publisher, this.usage, { token: config.routerToken, clock: this.clock, futureUsageClamped: (n) => metrics.countFutureUsage(n) }, logger),
@@ -272,6 +275,10 @@ export class ControlPlane implements AgentStreamHandler {
 
   // ---- agent reports ----
 
+  authenticate(nodeId: string, secret: string | undefined): Promise<NodeAuthentication> {
+    return this.credentials.authenticate(nodeId, secret);
+  }
+
   registered(session: AgentSession, registration: NodeRegistration): void {
     this.sessions.attach(session);
     const previous = this.nodes.get(registration.id);
@@ -374,6 +381,28 @@ export class ControlPlane implements AgentStreamHandler {
   }
 
   // ---- operator commands ----
+
+  /**
+   * Removes a lost node: its stored record and the credential bound to its id, so that a
+   * re-installed machine can join under the same id again. Leader only. A node that is not lost
+   * (or still has an agent stream) is a `conflict`: forgetting it would let another agent take
+   * the id of a live node. Throws `not_found` for an unknown node.
+   */
+  async forgetNode(nodeId: string): Promise<void> {
+    const entry = this.nodes.get(nodeId);
+    if (!entry) throw new DomainError(ErrorCode.NotFound, `node '${nodeId}' is not known`);
+    if (entry.info.state !== 'lost' || entry.connected || this.sessions.get(nodeId)) {
+      throw new DomainError(
+        ErrorCode.Conflict,
+        `node '${nodeId}' is ${entry.info.state}${entry.connected ? ' and connected' : ''}: only a lost node can be forgotten (stop its agent and wait until the node is lost)`,
+        [{ path: 'node', message: `is ${entry.info.state}, not lost` }],
+      );
+    }
+    await this.options.store.nodes.remove(nodeId);
+    this.nodes.remove(nodeId);
+    this.recordEvent({ kind: 'forgotten', nodeId, reason: 'operator: nodes forget' });
+    this.log.info({ nodeId }, 'node forgotten: its record and node secret are removed');
+  }
 
   /**
    * Cordons (no new replicas), drains (cordon, then move its replicas elsewhere, each stopped

@@ -6,7 +6,7 @@ import { StoreDatabase } from './database.client';
 import { MIGRATIONS } from './migrations/all.migrations';
 import { openStore } from './store.factory';
 
-const TABLES = ['catalog_revisions', 'events', 'leases', 'nodes', 'replicas'];
+const TABLES = ['catalog_revisions', 'events', 'leases', 'node_credentials', 'nodes', 'replicas'];
 
 async function tables(db: StoreDatabase): Promise<string[]> {
   const sql =
@@ -68,6 +68,9 @@ describe.each(testBackends())('migrations on $name', (backend) => {
       expect(await store.nodes.get('cpu-1')).toMatchObject({ id: 'cpu-1', cordoned: true, draining: false, lastSeen: 1_767_225_600_000 });
       await store.nodes.setCordoned('cpu-1', true, true);
       expect(await store.nodes.get('cpu-1')).toMatchObject({ cordoned: true, draining: true });
+      // A node stored before credentials existed is not bound: its next join binds it.
+      expect(await store.nodes.credentialHash('cpu-1')).toBeUndefined();
+      expect(await store.nodes.bindCredential('cpu-1', 'hash', 1_767_225_600_001)).toBe(true);
     } finally {
       await store.close();
     }

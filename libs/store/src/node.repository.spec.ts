@@ -90,4 +90,25 @@ describe.each(testBackends())('nodes on $name', (backend) => {
     expect(await flags()).toEqual({ cordoned: false, draining: false });
     await expect(store.nodes.setCordoned('nope', true, true)).rejects.toMatchObject({ code: ErrorCode.NotFound });
   });
+
+  it('binds a node id to the first credential only; forgetting the node removes the binding with it', async () => {
+    expect(await store.nodes.credentialHash('gpu-01')).toBeUndefined();
+    // Bound before the node's first report is stored.
+    expect(await store.nodes.bindCredential('gpu-01', 'hash-a', 1_767_225_600_000)).toBe(true);
+    expect(await store.nodes.bindCredential('gpu-01', 'hash-b', 1_767_225_600_001)).toBe(false);
+    expect(await store.nodes.credentialHash('gpu-01')).toBe('hash-a');
+    await store.nodes.upsert(node);
+    await store.nodes.upsert({ ...node, address: '10.9.9.9' });
+    expect(await store.nodes.credentialHash('gpu-01')).toBe('hash-a');
+
+    expect(await store.nodes.remove('gpu-01')).toBe(true);
+    expect(await store.nodes.get('gpu-01')).toBeUndefined();
+    expect(await store.nodes.credentialHash('gpu-01')).toBeUndefined();
+    // A re-installed machine binds the id again.
+    expect(await store.nodes.bindCredential('gpu-01', 'hash-c', 1_767_225_600_002)).toBe(true);
+    expect(await store.nodes.credentialHash('gpu-01')).toBe('hash-c');
+    // A binding without a stored node is removed too.
+    expect(await store.nodes.remove('gpu-01')).toBe(true);
+    expect(await store.nodes.remove('gpu-01')).toBe(false);
+  });
 });

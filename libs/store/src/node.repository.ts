@@ -61,8 +61,22 @@ export class TypeormNodeRepository implements NodeRepository {
   }
 
   async remove(id: string): Promise<boolean> {
-    const { affected } = await this.db.query('DELETE FROM nodes WHERE id = $1', [id]);
-    return affected > 0;
+    const node = await this.db.query('DELETE FROM nodes WHERE id = $1', [id]);
+    const credential = await this.db.query('DELETE FROM node_credentials WHERE node_id = $1', [id]);
+    return node.affected + credential.affected > 0;
+  }
+
+  async credentialHash(id: string): Promise<string | undefined> {
+    const { rows } = await this.db.query('SELECT secret_hash FROM node_credentials WHERE node_id = $1', [id]);
+    return rows.length === 1 ? String(rows[0].secret_hash) : undefined;
+  }
+
+  async bindCredential(id: string, secretHash: string, at: number): Promise<boolean> {
+    const { rows } = await this.db.query(
+      'INSERT INTO node_credentials (node_id, secret_hash, created_at) VALUES ($1, $2, $3) ON CONFLICT (node_id) DO NOTHING RETURNING node_id',
+      [id, secretHash, at],
+    );
+    return rows.length === 1;
   }
 }
 

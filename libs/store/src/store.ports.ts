@@ -33,8 +33,15 @@ export interface NodeRepository {
   setCordoned(id: string, cordoned: boolean, draining?: boolean): Promise<void>;
   /** Health transition, optionally with the time it was last seen. Throws `not_found` for an unknown node. */
   setState(id: string, state: NodeState, lastSeen?: number): Promise<void>;
-  /** Returns whether a node was removed. */
+  /** Removes a node and the credential bound to its id; returns whether either existed. */
   remove(id: string): Promise<boolean>;
+  /** The hash bound to a node id at its first join; undefined when the id is not bound. */
+  credentialHash(id: string): Promise<string | undefined>;
+  /**
+   * Binds a node id to `secretHash` unless it is bound already (one statement: of two racing
+   * first joins exactly one wins). Returns whether this call made the binding.
+   */
+  bindCredential(id: string, secretHash: string, at: number): Promise<boolean>;
 }
 
 /** What may change on a stored replica. `reason: null` clears the reason. */
@@ -97,7 +104,7 @@ export interface CatalogRepository {
 }
 
 /** Decisions the controller records, for `explain` and operators. */
-export const EVENT_KINDS = ['placed', 'evicted', 'refused', 'lost', 'failed', 'stopped', 'adopted', 'unplaceable', 'cordoned', 'uncordoned'] as const;
+export const EVENT_KINDS = ['placed', 'evicted', 'refused', 'lost', 'failed', 'stopped', 'adopted', 'unplaceable', 'cordoned', 'uncordoned', 'forgotten'] as const;
 export type EventKind = (typeof EVENT_KINDS)[number];
 
 export interface NewEvent {

@@ -51,6 +51,8 @@ export interface ConnectionDeps {
   readonly createClient?: (address: string) => AgentServiceClient;
   /** The controller refused this agent (bad join token): the agent must stop, not retry. */
   readonly onFatal: (error: JoinRejectedError) => void;
+  /** The node secret: sent in every Register, and replaced when a Welcome issues one (first join). */
+  readonly identity?: { secret(): string | undefined; save(secret: string): void };
   /** Connected to a leader (after Welcome) or lost it; for readiness. */
   readonly onLeaderChange?: (connected: boolean, address?: string) => void;
 }
@@ -58,7 +60,7 @@ export interface ConnectionDeps {
 /** Exit status of an agent a controller refused (EX_CONFIG): the systemd unit does not restart on it. */
 export const JOIN_REJECTED_EXIT_CODE = 78;
 
-/** A controller refused the join token (UNAUTHENTICATED or PERMISSION_DENIED). */
+/** A controller refused the join token (UNAUTHENTICATED) or the node secret (PERMISSION_DENIED). */
 export class JoinRejectedError extends Error {
   constructor(
     readonly address: string,
@@ -67,7 +69,10 @@ export class JoinRejectedError extends Error {
   ) {
     super(
       `controller ${address} rejected this agent (${status[grpcCode] ?? grpcCode}: ${details || 'no details'}); ` +
-        'check LLMGW_AGENT_JOIN_TOKEN — the agent stops instead of retrying with a token that will not work',
+        (grpcCode === status.PERMISSION_DENIED
+          ? 'the node id is bound to another node secret than the one in the state directory'
+          : 'check LLMGW_AGENT_JOIN_TOKEN') +
+        ' — the agent stops instead of retrying with credentials that will not work',
     );
     this.name = 'JoinRejectedError';
   }
@@ -178,6 +183,7 @@ export class ControllerConnection {
           this.timers.clearTimeout(this.welcomeTimer);
           this.welcomed = true;
           this.failures = 0;
+          if (payload.value.nodeSecret !== undefined) this.keepSecret(payload.value.nodeSecret);
           const interval = payload.value.heartbeatIntervalMs > 0 ? payload.value.heartbeatIntervalMs : this.settings.defaultHeartbeatMs;
           this.deps.logger.info({ controller: address, controllerId: payload.value.controllerId, heartbeatMs: interval }, 'connected to the leading controller');
           this.deps.onLeaderChange?.(true, address);
@@ -207,7 +213,8 @@ export class ControllerConnection {
       (register) => {
         if (this.call === call) {
           stream.lastListing = JSON.stringify(register.cache?.entries ?? []);
-          call.write({ payload: { $case: 'register', value: register } });
+          const secret = this.deps.identity?.secret();
+          call.write({ payload: { $case: 'register', value: secret !== undefined ? { ...register, nodeSecret: secret } : register } });
         }
       },
       (error) => {
@@ -215,6 +222,16 @@ export class ControllerConnection {
         if (this.call === call) call.cancel();
       },
     );
+  }
+
+  private keepSecret(secret: string): void {
+    try {
+      this.deps.identity?.save(secret);
+      this.deps.logger.info({}, 'the controller bound this node id to a new node secret; kept in the state directory');
+    } catch (error) {
+      // Held in memory still, so this process reconnects; a restart would be refused.
+      this.deps.logger.error({ err: errorMessage(error) }, 'cannot keep the node secret; after a restart this node will need `llmgw nodes forget`');
+    }
   }
 
   private onEnd(call: ClientDuplexStream<ConnectRequest, ConnectResponse>, address: string, s: StatusObject, notLeader: { leaderAddress?: string } | undefined): void {

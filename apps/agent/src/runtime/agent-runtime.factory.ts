@@ -4,6 +4,7 @@ import { ControllerConnection, type JoinRejectedError } from '../connection/cont
 import { DiscoveryService, type DiscoveryOptions } from '../discovery/discovery.service';
 import { EngineRecordRepository } from '../state/engine-record.repository';
 import { loadOrCreateNodeId } from '../state/node-id.store';
+import { NodeSecretStore } from '../state/node-secret.store';
 import type { ProgramPrefix } from '../supervision/engine-launch.planner';
 import { SupervisorService } from '../supervision/supervisor.service';
 import { FetchHttpClient, type HttpClient } from '../weights/http.client';
@@ -109,7 +110,13 @@ export function createAgentRuntime(options: CreateAgentRuntimeOptions): CreatedA
   });
   const connection = new ControllerConnection(
     { controllers: o.controllers, ...(o.joinToken !== undefined && { joinToken: o.joinToken }), reconnect: o.reconnect, defaultHeartbeatMs: 5_000, welcomeTimeoutMs: 30_000 },
-    { session: runtime, logger: logger.child({ context: 'ControllerConnection' }), rng: { next: () => Math.random() }, onFatal: options.onFatal },
+    {
+      session: runtime,
+      identity: new NodeSecretStore(o.stateDir),
+      logger: logger.child({ context: 'ControllerConnection' }),
+      rng: { next: () => Math.random() },
+      onFatal: options.onFatal,
+    },
   );
   runtime.attach(connection);
   logger.info({ nodeId, address: o.advertiseAddress, stateDir: o.stateDir, cacheDir, controllers: o.controllers }, 'agent identity');

@@ -1,4 +1,4 @@
-import { Body, Controller, Get, Headers, HttpCode, HttpException, HttpStatus, Inject, Param, Post, Query, UseGuards } from '@nestjs/common';
+import { Body, Controller, Delete, Get, Headers, HttpCode, HttpException, HttpStatus, Inject, Param, Post, Query, UseGuards } from '@nestjs/common';
 import { DomainError, ErrorCode, type Problem } from '@llmgw/domain';
 import type { StoredEvent } from '@llmgw/store';
 import { AdminGuard } from './admin.guard';
@@ -66,6 +66,13 @@ export class AdminController {
   @HttpCode(200)
   collect(@Headers('content-type') contentType: string | undefined, @Body() body: unknown): Promise<GcCollectView> {
     return this.admin.collect(collectTargets(contentType, body));
+  }
+
+  /** Forgets a lost node (record and node credential); 409 for a node that is not lost. */
+  @Delete('nodes/:id')
+  @HttpCode(204)
+  async forget(@Param('id') id: string): Promise<void> {
+    await this.admin.forget(id);
   }
 
   @Post('nodes/:id/:action')

@@ -127,6 +127,12 @@ export class AdminService {
     return nodeView(entry, this.plane.replicas.snapshot());
   }
 
+  /** `nodes forget`: removes a lost node and its credential (see ControlPlane.forgetNode). */
+  async forget(nodeId: string): Promise<void> {
+    this.requireLeader();
+    await this.plane.forgetNode(nodeId);
+  }
+
   private requireLeader(): void {
     if (!this.plane.leadership.isLeader()) {
       throw new DomainError(ErrorCode.Unavailable, 'this controller is a standby; send changes to the leader (see /v1/admin/status controller.leaderAddress)');

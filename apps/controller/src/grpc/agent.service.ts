@@ -1,6 +1,7 @@
 import { status, type ServerDuplexStream } from '@grpc/grpc-js';
 import type { AgentServiceServer, ConnectRequest, ConnectResponse } from '@llmgw/proto';
 import type { Logger } from 'pino';
+import type { NodeAuthentication } from '../nodes/node-credential.service';
 import type { NodeHeartbeat, NodeRegistration } from '../nodes/node.entry';
 import { AgentSession } from './agent.sessions';
 import { tokenMatches } from './bearer-token.auth';
@@ -16,6 +17,8 @@ export interface AgentStreamHandler {
   /** Welcome's fields. */
   readonly controllerId: string;
   readonly heartbeatIntervalMs: number;
+  /** Checks the node secret against the one bound to the id (binding a new one at a first join); may reject when the store cannot answer. */
+  authenticate(nodeId: string, secret: string | undefined): Promise<NodeAuthentication>;
   registered(session: AgentSession, registration: NodeRegistration): void;
   heartbeat(nodeId: string, heartbeat: NodeHeartbeat): void;
   replicaStatus(nodeId: string, status: ReplicaStatusReport): void;
@@ -25,8 +28,12 @@ export interface AgentStreamHandler {
 
 /**
  * `AgentService.Connect`: checks the join token, waits for Register, answers a standby's
- * NotLeader or a leader's Welcome, then feeds every message to the handler in arrival order.
- * A message that cannot be used ends the stream with INVALID_ARGUMENT naming the field.
+ * NotLeader, or (as leader) checks the node secret bound to the node id and answers Welcome
+ * (carrying a new secret at the node's first join), then feeds every message to the handler in
+ * arrival order. A wrong or missing node secret for a bound id ends the stream with
+ * PERMISSION_DENIED before anything about the node changes, so a live session is never replaced
+ * by another agent; the same agent reconnecting replaces its older stream. A message that
+ * cannot be used ends the stream with INVALID_ARGUMENT naming the field.
  */
 export function agentService(handler: AgentStreamHandler, joinToken: string | undefined, logger: Logger): AgentServiceServer {
   const log = logger.child({ context: 'AgentService' });
@@ -62,8 +69,22 @@ export function agentService(handler: AgentStreamHandler, joinToken: string | un
             failed = true;
             return;
           }
+          let auth: NodeAuthentication;
+          try {
+            auth = await handler.authenticate(registration.id, p.value.nodeSecret);
+          } catch (error) {
+            log.warn({ err: error, peer, nodeId: registration.id }, 'cannot check the node identity now');
+            return fail(status.UNAVAILABLE, 'the controller cannot check the node identity now; retry');
+          }
+          if (!auth.ok) {
+            log.warn({ peer, nodeId: registration.id, address: registration.address }, 'agent refused: node id bound to another agent');
+            return fail(status.PERMISSION_DENIED, auth.reason);
+          }
+          if (failed) return;
           session = new AgentSession(registration.id, call);
-          call.write({ payload: { $case: 'welcome', value: { heartbeatIntervalMs: handler.heartbeatIntervalMs, controllerId: handler.controllerId } } });
+          if (auth.issued !== undefined) log.info({ peer, nodeId: registration.id }, 'node id bound to a new node secret');
+          const welcome = { heartbeatIntervalMs: handler.heartbeatIntervalMs, controllerId: handler.controllerId, ...(auth.issued !== undefined ? { nodeSecret: auth.issued } : {}) };
+          call.write({ payload: { $case: 'welcome', value: welcome } });
           handler.registered(session, registration);
           return;
         }

@@ -10,6 +10,7 @@ export type NodeChange =
   | { readonly kind: 'reported'; readonly nodeId: string }
   | { readonly kind: 'cordon'; readonly nodeId: string }
   | { readonly kind: 'connection'; readonly nodeId: string; readonly connected: boolean }
+  | { readonly kind: 'removed'; readonly nodeId: string }
   | { readonly kind: 'reset' };
 
 /** A health transition found by {@link NodeRegistry.checkHealth}. */
@@ -194,6 +195,14 @@ export class NodeRegistry {
     if (!entry) return false;
     this.nodes.set(nodeId, { ...entry, info: { ...entry.info, cordoned }, draining: cordoned && draining });
     this.emit({ kind: 'cordon', nodeId });
+    return true;
+  }
+
+  /** Forgets a node (an operator's `nodes forget`); returns false for an unknown one. */
+  remove(nodeId: string): boolean {
+    if (!this.nodes.delete(nodeId)) return false;
+    this.dirty.delete(nodeId);
+    this.emit({ kind: 'removed', nodeId });
     return true;
   }
 

@@ -34,6 +34,8 @@ export interface FakeAgentOptions {
   /** Report utilisation (default true); false = an old driver that cannot. */
   readonly reportsUtilization?: boolean;
   readonly token?: string;
+  /** The node secret to present at the first Register (default: none, as a new node). */
+  readonly nodeSecret?: string;
   readonly engines?: 'sim' | 'none';
   /** Initial cache listing. */
   readonly cacheEntries?: readonly CacheEntry[];
@@ -82,9 +84,12 @@ export class FakeAgent {
   welcomes = 0;
   /** Last gRPC error the stream ended with (e.g. UNAUTHENTICATED). */
   lastError: { code?: number; details?: string } | undefined;
+  /** The node secret this agent holds (issued in a Welcome), sent on every Register like the real agent. */
+  nodeSecret: string | undefined;
 
   constructor(readonly options: FakeAgentOptions) {
     this.cache = [...(options.cacheEntries ?? [])];
+    this.nodeSecret = options.nodeSecret;
   }
 
   /** Commands received of one kind. */
@@ -189,6 +194,7 @@ export class FakeAgent {
       cache: { dir: '/var/cache/llmgw', totalBytes: 2000 * GB, freeBytes: 1500 * GB, entries: [...this.cache] },
       replicas: this.supervised(),
       agentVersion: 'fake-1',
+      ...(this.nodeSecret !== undefined ? { nodeSecret: this.nodeSecret } : {}),
     };
   }
 
@@ -253,6 +259,7 @@ export class FakeAgent {
     switch (p.$case) {
       case 'welcome':
         this.welcomes += 1;
+        if (p.value.nodeSecret !== undefined) this.nodeSecret = p.value.nodeSecret;
         this.connectedTo = controller;
         clearInterval(this.heartbeatTimer);
         this.heartbeatTimer = setInterval(() => this.heartbeat(), p.value.heartbeatIntervalMs);

@@ -13,6 +13,7 @@ import { createExplainCommand } from './explain.command';
 import { createGcCommand } from './gc.command';
 import { createModelsCommand } from './models.command';
 import { createNodeActionCommand } from './node-action.command';
+import { createNodeForgetCommand } from './node-forget.command';
 import { createNodesCommand } from './nodes.command';
 import { createReplicasCommand } from './replicas.command';
 import { createStatusCommand } from './status.command';
@@ -29,6 +30,7 @@ const COMMANDS: CliCommand[] = [
   createNodeActionCommand('cordon', deps),
   createNodeActionCommand('uncordon', deps),
   createNodeActionCommand('drain', deps),
+  createNodeForgetCommand(deps),
   createGcCommand(deps),
 ];
 
@@ -76,6 +78,11 @@ beforeAll(async () => {
       'POST /v1/admin/nodes/gpu-h-1/cordon': { body: { node: { ...NODES[0], cordoned: true } } },
       'POST /v1/admin/nodes/gpu-h-1/uncordon': { body: { node: NODES[0] } },
       'POST /v1/admin/nodes/gpu-h-1/drain': { body: { node: { ...NODES[0], cordoned: true, draining: true } } },
+      'DELETE /v1/admin/nodes/gpu-h-9': { status: 204 },
+      'DELETE /v1/admin/nodes/gpu-h-1': {
+        status: 409,
+        body: { type: 'https://llmgw.dev/problems/conflict', title: 'Conflict', status: 409, detail: "node 'gpu-h-1' is healthy and connected: only a lost node can be forgotten (stop its agent and wait until the node is lost)" },
+      },
       'POST /v1/admin/nodes/nope/cordon': { status: 404, body: { type: 'https://llmgw.dev/problems/not_found', title: 'Not Found', status: 404, detail: "node 'nope' is not known" } },
     },
     TOKEN,
@@ -229,6 +236,23 @@ describe('cordon, uncordon, drain', () => {
     expect(r.code).toBe(1);
     expect(r.err).toBe("llmgw: controller: POST /v1/admin/nodes/nope/cordon: 404 node 'nope' is not known\n");
     expect((await run('drain')).code).toBe(2);
+  });
+});
+
+describe('nodes forget', () => {
+  it('sends DELETE for the node and says it is forgotten; --json names it', async () => {
+    const r = await run('nodes', 'forget', 'gpu-h-9');
+    expect(r).toEqual({ code: 0, out: 'node gpu-h-9 forgotten: its record and node secret are removed; an agent may join under this id again\n', err: '' });
+    expect(controller.requests.at(-1)).toMatchObject({ method: 'DELETE', url: '/v1/admin/nodes/gpu-h-9' });
+    expect(JSON.parse((await run('nodes', 'forget', 'gpu-h-9', '--json')).out)).toEqual({ forgotten: 'gpu-h-9' });
+  });
+
+  it('exits 1 with the controller’s reason for a node that is not lost, 2 without a node; plain `nodes` still lists', async () => {
+    const r = await run('nodes', 'forget', 'gpu-h-1');
+    expect(r.code).toBe(1);
+    expect(r.err).toBe("llmgw: controller: DELETE /v1/admin/nodes/gpu-h-1: 409 node 'gpu-h-1' is healthy and connected: only a lost node can be forgotten (stop its agent and wait until the node is lost)\n");
+    expect((await run('nodes', 'forget')).code).toBe(2);
+    expect((await run('nodes')).code).toBe(0);
   });
 });
 

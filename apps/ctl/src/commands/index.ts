@@ -8,6 +8,7 @@ import { explainCommand } from './explain.command';
 import { gcCommand } from './gc.command';
 import { modelsCommand } from './models.command';
 import { cordonCommand, drainCommand, uncordonCommand } from './node-action.command';
+import { nodeForgetCommand } from './node-forget.command';
 import { nodesCommand } from './nodes.command';
 import { planCommand } from './plan.command';
 import { replicasCommand } from './replicas.command';
@@ -18,6 +19,7 @@ import { statusCommand } from './status.command';
 export const COMMANDS: readonly CliCommand[] = [
   statusCommand,
   nodesCommand,
+  nodeForgetCommand,
   replicasCommand,
   modelsCommand,
   eventsCommand,

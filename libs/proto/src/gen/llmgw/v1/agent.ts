@@ -196,6 +196,12 @@ export interface Register {
   replicas: SupervisedReplica[];
   /** Agent build version, for diagnostics only; empty when the build does not know it. */
   agentVersion: string;
+  /**
+   * The secret the controller issued this node id at its first join (`Welcome.node_secret`),
+   * kept by the agent in its state directory. Unset on a node's first join. A controller
+   * refuses a stream whose secret does not match the one bound to `node_id`.
+   */
+  nodeSecret?: string | undefined;
 }
 
 export interface Register_LabelsEntry {
@@ -352,6 +358,12 @@ export interface Welcome {
   heartbeatIntervalMs: number;
   /** The controller process that accepted the stream (random per process start). */
   controllerId: string;
+  /**
+   * Set only when the controller has just bound `Register.node_id` to a new secret (the node's
+   * first join, or its first since `llmgw nodes forget`): the agent keeps it and sends it as
+   * `Register.node_secret` on every later stream.
+   */
+  nodeSecret?: string | undefined;
 }
 
 /** Start (or adopt, when already running with this id) one member of a replica on this node. */
@@ -806,6 +818,7 @@ function createBaseRegister(): Register {
     cache: undefined,
     replicas: [],
     agentVersion: "",
+    nodeSecret: undefined,
   };
 }
 
@@ -840,6 +853,9 @@ export const Register: MessageFns<Register> = {
     }
     if (message.agentVersion !== "") {
       writer.uint32(82).string(message.agentVersion);
+    }
+    if (message.nodeSecret !== undefined) {
+      writer.uint32(90).string(message.nodeSecret);
     }
     return writer;
   },
@@ -940,6 +956,14 @@ export const Register: MessageFns<Register> = {
             message.agentVersion = reader.string();
             continue;
           }
+          case 11: {
+            if (tag !== 90) {
+              break;
+            }
+
+            message.nodeSecret = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -995,6 +1019,11 @@ export const Register: MessageFns<Register> = {
         : isSet(object.agent_version)
         ? globalThis.String(object.agent_version)
         : "",
+      nodeSecret: isSet(object.nodeSecret)
+        ? globalThis.String(object.nodeSecret)
+        : isSet(object.node_secret)
+        ? globalThis.String(object.node_secret)
+        : undefined,
     };
   },
 
@@ -1036,6 +1065,9 @@ export const Register: MessageFns<Register> = {
     if (message.agentVersion !== "") {
       obj.agentVersion = message.agentVersion;
     }
+    if (message.nodeSecret !== undefined) {
+      obj.nodeSecret = message.nodeSecret;
+    }
     return obj;
   },
 
@@ -1064,6 +1096,7 @@ export const Register: MessageFns<Register> = {
       : undefined;
     message.replicas = object.replicas?.map((e) => SupervisedReplica.fromPartial(e)) || [];
     message.agentVersion = object.agentVersion ?? "";
+    message.nodeSecret = object.nodeSecret ?? undefined;
     return message;
   },
 };
@@ -2735,7 +2768,7 @@ export const CollectedPath: MessageFns<CollectedPath> = {
 };
 
 function createBaseWelcome(): Welcome {
-  return { heartbeatIntervalMs: 0, controllerId: "" };
+  return { heartbeatIntervalMs: 0, controllerId: "", nodeSecret: undefined };
 }
 
 export const Welcome: MessageFns<Welcome> = {
@@ -2745,6 +2778,9 @@ export const Welcome: MessageFns<Welcome> = {
     }
     if (message.controllerId !== "") {
       writer.uint32(18).string(message.controllerId);
+    }
+    if (message.nodeSecret !== undefined) {
+      writer.uint32(26).string(message.nodeSecret);
     }
     return writer;
   },
@@ -2778,6 +2814,14 @@ export const Welcome: MessageFns<Welcome> = {
             message.controllerId = reader.string();
             continue;
           }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.nodeSecret = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2802,6 +2846,11 @@ export const Welcome: MessageFns<Welcome> = {
         : isSet(object.controller_id)
         ? globalThis.String(object.controller_id)
         : "",
+      nodeSecret: isSet(object.nodeSecret)
+        ? globalThis.String(object.nodeSecret)
+        : isSet(object.node_secret)
+        ? globalThis.String(object.node_secret)
+        : undefined,
     };
   },
 
@@ -2813,6 +2862,9 @@ export const Welcome: MessageFns<Welcome> = {
     if (message.controllerId !== "") {
       obj.controllerId = message.controllerId;
     }
+    if (message.nodeSecret !== undefined) {
+      obj.nodeSecret = message.nodeSecret;
+    }
     return obj;
   },
 
@@ -2823,6 +2875,7 @@ export const Welcome: MessageFns<Welcome> = {
     const message = createBaseWelcome();
     message.heartbeatIntervalMs = object.heartbeatIntervalMs ?? 0;
     message.controllerId = object.controllerId ?? "";
+    message.nodeSecret = object.nodeSecret ?? undefined;
     return message;
   },
 };
