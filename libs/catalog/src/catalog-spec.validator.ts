@@ -1,6 +1,7 @@
 import { API_ENDPOINTS, ENGINE_KINDS, type ApiEndpoint, type EngineKind, type MetricMapping, type Model, type Problem, type Profile } from '@llmgw/domain';
 import { checkProfileRules, modelEndpoints, needsSingleFile } from './engine-capabilities';
 import { parseSize } from './size.parser';
+import { hostProblem, parseWeightsSource, profileEnvProblem, SOURCE_FORMS } from './source-policy';
 import { child, describe, isRecord, item, suggest, type Json } from './spec-values';
 
 /** A profile as written in a catalog document (sizes may be strings such as `80GB`). */
@@ -74,8 +75,6 @@ const ENV_KEY_RE = /^[A-Z_][A-Z0-9_]*$/;
 const METRIC_NAME_RE = /^[a-zA-Z_:][a-zA-Z0-9_:]*$/;
 const LABEL_NAME_RE = /^[a-zA-Z_][a-zA-Z0-9_]*$/;
 const SHA256_RE = /^[0-9a-fA-F]{64}$/;
-const HF_SEGMENT = '[A-Za-z0-9][A-Za-z0-9._-]*';
-const HF_RE = new RegExp(`^hf://(${HF_SEGMENT})/(${HF_SEGMENT})((?:/[A-Za-z0-9._+=-]+)*)@([A-Za-z0-9][A-Za-z0-9._/-]*)$`);
 
 /** The result of validating a document: normalised models, or the problems that stop it. */
 export interface ValidationResult {
@@ -261,7 +260,9 @@ function checkProfile(raw: unknown, path: string, problems: Problem[]): Profile 
     } else {
       for (const [k, v] of Object.entries(raw.env)) {
         const at = child(child(path, 'env'), k);
+        const denied = ENV_KEY_RE.test(k) ? profileEnvProblem(k) : undefined;
         if (!ENV_KEY_RE.test(k)) note('env', 'variable names match [A-Z_][A-Z0-9_]*', at);
+        else if (denied !== undefined) note('env', denied, at);
         else if (typeof v !== 'string') note('env', `must be a string (got ${describe(v)}); quote it`, at);
         else if (v.includes('\0')) note('env', 'must not contain a NUL character', at);
         else env[k] = v;
@@ -326,46 +327,26 @@ function checkName(raw: unknown, path: string, problems: Problem[]): string | un
 }
 
 function checkSource(raw: unknown, path: string, problems: Problem[]): string | undefined {
-  const formats = 'file:///absolute/path, http(s)://host/path or hf://org/repo[/file]@revision';
   if (raw === undefined) {
-    problems.push({ path, message: `required: ${formats}` });
+    problems.push({ path, message: `required: ${SOURCE_FORMS}` });
     return undefined;
   }
   if (typeof raw !== 'string') {
-    problems.push({ path, message: `must be a string: ${formats} (got ${describe(raw)})` });
+    problems.push({ path, message: `must be a string: ${SOURCE_FORMS} (got ${describe(raw)})` });
     return undefined;
   }
-  const bad = (why: string) => {
-    problems.push({ path, message: `${describe(raw)} ${why}` });
+  const parsed = parseWeightsSource(raw);
+  if (!parsed.ok) {
+    problems.push({ path, message: `${describe(raw)} ${parsed.reason}` });
     return undefined;
-  };
-  if (/[\s\0]/.test(raw)) return bad('must not contain spaces or control characters');
-  if (raw.startsWith('file://')) {
-    const p = raw.slice('file://'.length);
-    if (!p.startsWith('/') || p === '/') return bad('must be file:// followed by an absolute path');
-    if (p.split('/').some((s) => s === '..' || s === '.')) return bad('must not contain . or .. segments');
-    return raw;
   }
-  if (raw.startsWith('http://') || raw.startsWith('https://')) {
-    let url: URL;
-    try {
-      url = new URL(raw);
-    } catch {
-      return bad('is not a valid URL');
-    }
-    if (!url.hostname) return bad('has no host');
-    if (url.username || url.password) return bad('must not carry credentials; give the agent a token instead');
-    return raw;
+  const host = parsed.source.kind === 'http' ? parsed.source.host : undefined;
+  const hostRefused = host === undefined ? undefined : hostProblem(host);
+  if (hostRefused !== undefined) {
+    problems.push({ path, message: `${describe(raw)}: host ${host} ${hostRefused}; name a host that the agents' source policy allows` });
+    return undefined;
   }
-  if (raw.startsWith('hf://')) {
-    const m = HF_RE.exec(raw);
-    if (!m) return bad('must be hf://org/repo[/file]@revision');
-    if (m[3].split('/').some((s) => s === '..' || s === '.') || m[4].split('/').some((s) => s === '..' || s === '.')) {
-      return bad('must not contain . or .. segments');
-    }
-    return raw;
-  }
-  return bad(`is not a supported source: ${formats}`);
+  return raw;
 }
 
 function requiredSize(raw: unknown, path: string, problems: Problem[]): number | undefined {

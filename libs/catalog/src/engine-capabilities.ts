@@ -129,11 +129,26 @@ export function needsSingleFile(engine: EngineKind, source: string): boolean {
   return ENGINE_CAPABILITIES[engine].singleFileWeights && /^hf:\/\/[^/@]+\/[^/@]+@/.test(source);
 }
 
+/**
+ * The reserved flag `arg` sets, in any spelling an engine's parser accepts: the flag alone,
+ * `--flag=value`, a long flag with `_` for `-` (vLLM and llama.cpp both read `--ctx_size` as
+ * `--ctx-size`), an abbreviation of a long flag (`--serv` for argparse's `--served-model-name`),
+ * and a short flag with its value attached (`-m/etc/shadow`, `-c4096`). A longer short flag
+ * (`-mg`, `-ctk`) is another flag and passes.
+ */
 function reservedFlag(cap: EngineCapabilities, arg: string): string | undefined {
-  if (Object.prototype.hasOwnProperty.call(cap.reservedArgs, arg)) return arg;
+  if (!arg.startsWith('-')) return undefined;
   const eq = arg.indexOf('=');
-  if (eq > 0 && Object.prototype.hasOwnProperty.call(cap.reservedArgs, arg.slice(0, eq))) return arg.slice(0, eq);
-  return undefined;
+  const head = eq > 0 ? arg.slice(0, eq) : arg;
+  const reserved = Object.keys(cap.reservedArgs);
+  if (head.startsWith('--')) {
+    const name = head.replace(/_/g, '-');
+    if (name.length <= 2) return undefined;
+    return reserved.find((flag) => flag === name) ?? reserved.find((flag) => flag.startsWith('--') && flag.startsWith(name));
+  }
+  const exact = reserved.find((flag) => flag === head);
+  if (exact) return exact;
+  return reserved.find((flag) => !flag.startsWith('--') && arg.startsWith(flag) && !/^[A-Za-z][A-Za-z0-9-]*$/.test(arg.slice(flag.length)));
 }
 
 const GENERATE: readonly ApiEndpoint[] = Object.freeze(['chat', 'completions']);

@@ -20,3 +20,19 @@ export {
 export { CACHE_NAME_MAX_LENGTH, CACHE_NAME_PREFIX, cacheName, isCacheName } from './cache-name';
 export { ENGINE_CAPABILITIES, checkProfileRules, modelEndpoints, needsSingleFile, profileEndpoints, type EngineCapabilities, type InvalidFields } from './engine-capabilities';
 export { parseSize, type SizeResult } from './size.parser';
+export {
+  PROFILE_ENV_DENY,
+  SOURCE_FORMS,
+  envNameMatches,
+  hostProblem,
+  inNetwork,
+  parseIp,
+  parseIpNetwork,
+  parseWeightsSource,
+  profileEnvProblem,
+  refusedAddressRange,
+  type IpAddress,
+  type IpNetwork,
+  type SourceParse,
+  type WeightsSource,
+} from './source-policy';
