@@ -40,6 +40,8 @@ function startAgent(nodeId: string, controller: string, root: string, extra: { h
       LLMGW_AGENT_RECONNECT_MAX: '1s',
       LLMGW_AGENT_READY_TIMEOUT: '60s',
       LLMGW_AGENT_STOP_GRACE: '5s',
+      // The test's weights file lives in root: allowed explicitly, nothing else.
+      LLMGW_AGENT_SOURCE_DIRS: root,
       ...extra.env,
     },
     readyWhen: extra.ready === false ? undefined : { stdoutMatch: /llmgw-agent listening on http:\/\/127\.0\.0\.1:(\d+)/ },

@@ -108,6 +108,8 @@ export class TestCluster {
       [AGENT_ENV.cacheDir]: join(dataDir, 'cache'),
       [AGENT_ENV.controllers]: this.grpcAddress,
       LLMGW_AGENT_JOIN_TOKEN: this.joinToken,
+      // The tests' weights live in the cluster's data directory: allowed explicitly, nothing else.
+      LLMGW_AGENT_SOURCE_DIRS: this.dataDir,
       ...env,
     });
     return { ...app, dataDir };

@@ -34,15 +34,17 @@ describe('planLocalCluster', () => {
       LLMGW_AGENT_CONTROLLERS: '127.0.0.1:3',
       LLMGW_AGENT_JOIN_TOKEN: 'join-join-join-join-1',
       LLMGW_AGENT_CACHE_DIR: '/data/cache',
+      LLMGW_AGENT_SOURCE_DIRS: '/data/models',
       LLMGW_DATA_DIR: '/data',
     });
   });
 
   it("never overrides a launcher default the user set, and reaches a wildcard bind on loopback", () => {
-    const plan = planLocalCluster({ ...input, host: '0.0.0.0', userEnv: { LLMGW_CONTROLLER_SETTLE: '30s', LLMGW_AGENT_CACHE_DIR: '/big/disk' } }, 'node');
+    const plan = planLocalCluster({ ...input, host: '0.0.0.0', userEnv: { LLMGW_CONTROLLER_SETTLE: '30s', LLMGW_AGENT_CACHE_DIR: '/big/disk', LLMGW_AGENT_SOURCE_DIRS: '/srv/models' } }, 'node');
     const env = Object.fromEntries(plan.map((p) => [p.app, p.env]));
     expect(env.controller.LLMGW_CONTROLLER_SETTLE).toBe('30s');
     expect(env.agent.LLMGW_AGENT_CACHE_DIR).toBe('/big/disk');
+    expect(env.agent.LLMGW_AGENT_SOURCE_DIRS).toBe('/srv/models');
     expect(env.router.LLMGW_ROUTER_CONTROLLER).toBe('127.0.0.1:3');
   });
 });

@@ -56,7 +56,8 @@ export function clientHost(host: string): string {
 
 /**
  * The four processes of a one-machine cluster sharing one SQLite store in the data directory
- * (the agent keeps its state in `<data dir>/agent`, its weights cache in `<data dir>/cache`).
+ * (the agent keeps its state in `<data dir>/agent`, its weights cache in `<data dir>/cache`, and
+ * reads `file://` weights only under `<data dir>/models`).
  * Launcher defaults (a short settling window, the cache location) apply only where the user set
  * nothing. The join and router tokens are the launcher's own, given to both ends of each
  * connection, so the controller never runs without them. The agent picks the llama.cpp executable itself: llama-server when on PATH, else the
@@ -113,7 +114,8 @@ export function planLocalCluster(input: LocalClusterInput, nodeExecPath: string)
         LLMGW_AGENT_PORT: String(ports.agent),
         LLMGW_AGENT_CONTROLLERS: grpc,
         LLMGW_AGENT_JOIN_TOKEN: input.joinToken,
-        ...defaults({ LLMGW_AGENT_CACHE_DIR: join(dataDir, 'cache') }),
+        // The generated model lives in <data dir>/models: the one place file:// sources may be read.
+        ...defaults({ LLMGW_AGENT_CACHE_DIR: join(dataDir, 'cache'), LLMGW_AGENT_SOURCE_DIRS: join(dataDir, 'models') }),
       },
     },
   ];

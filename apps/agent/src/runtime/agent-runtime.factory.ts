@@ -7,7 +7,8 @@ import { loadOrCreateNodeId } from '../state/node-id.store';
 import { NodeSecretStore } from '../state/node-secret.store';
 import type { ProgramPrefix } from '../supervision/engine-launch.planner';
 import { SupervisorService } from '../supervision/supervisor.service';
-import { FetchHttpClient, type HttpClient } from '../weights/http.client';
+import { PolicyHttpClient, type HttpClient } from '../weights/http.client';
+import { SourcePolicy } from '../weights/source.policy';
 import { WeightsCollector } from '../weights/weights.collector';
 import { WeightsFetcher } from '../weights/weights.fetcher';
 import type { AgentLogger } from './agent.logger';
@@ -63,8 +64,13 @@ export function createAgentRuntime(options: CreateAgentRuntimeOptions): CreatedA
   }
 
   const records = new EngineRecordRepository(o.stateDir);
+  const policy = new SourcePolicy(o.sourcePolicy);
+  logger.info(
+    { schemes: o.sourcePolicy.schemes, hosts: o.sourcePolicy.hosts ?? 'any', allowNets: o.sourcePolicy.allowNets.map((n) => n.text), dirs: o.sourcePolicy.dirs },
+    'weights source policy',
+  );
   const fetcher = new WeightsFetcher(
-    options.http ?? new FetchHttpClient(),
+    options.http ?? new PolicyHttpClient(policy),
     {
       cacheDir,
       hfEndpoint: o.hfEndpoint,
@@ -75,6 +81,7 @@ export function createAgentRuntime(options: CreateAgentRuntimeOptions): CreatedA
       progressIntervalMs: 1_000,
     },
     logger.child({ context: 'WeightsFetcher' }),
+    policy,
   );
   const supervisor = new SupervisorService(
     {
@@ -91,7 +98,7 @@ export function createAgentRuntime(options: CreateAgentRuntimeOptions): CreatedA
       engineEnv,
       launch: { cacheDir, engineHost: o.engineHost, vllmBinary: o.vllmBinary, llamaServerBinary, ...(simEngine && { simEngine }) },
     },
-    { records, weights: fetcher, logger: logger.child({ context: 'SupervisorService' }), now: () => Date.now() },
+    { records, weights: fetcher, policy, logger: logger.child({ context: 'SupervisorService' }), now: () => Date.now() },
   );
   const collector = new WeightsCollector({
     cacheDir,

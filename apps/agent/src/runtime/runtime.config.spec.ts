@@ -77,6 +77,43 @@ describe('agent runtime settings', () => {
     expect(() => loadConfig(agentConfigSchema, { LLMGW_AGENT_JOIN_TOKEN: token })).toThrow(new RegExp(`LLMGW_AGENT_JOIN_TOKEN=<redacted>: ${reason}`));
   });
 
+  it('the source policy is safe by default: https and hf only, no file://, no refused range, any env not denied', () => {
+    const { sourcePolicy } = loadConfig(agentConfigSchema, {}).runtime;
+    expect(sourcePolicy).toEqual({ schemes: ['https', 'hf'], allowNets: [], dirs: [] });
+  });
+
+  it('reads the source policy it is given', () => {
+    const { sourcePolicy } = loadConfig(agentConfigSchema, {
+      LLMGW_AGENT_SOURCE_SCHEMES: 'https,http',
+      LLMGW_AGENT_SOURCE_HOSTS: 'models.lan,*.Mirror.example',
+      LLMGW_AGENT_SOURCE_ALLOW_NETS: '10.0.0.0/8, fd00::/8, 127.0.0.1',
+      LLMGW_AGENT_SOURCE_DIRS: '/srv/models/,/data',
+      LLMGW_AGENT_PROFILE_ENV_ALLOW: 'HF_*,NCCL_DEBUG',
+    }).runtime;
+    expect(sourcePolicy).toMatchObject({
+      schemes: ['https', 'http'],
+      hosts: ['models.lan', '*.mirror.example'],
+      allowNets: [{ text: '10.0.0.0/8', prefix: 8 }, { text: 'fd00::/8', prefix: 8 }, { text: '127.0.0.1', prefix: 32 }],
+      dirs: ['/srv/models', '/data'],
+      envAllow: ['HF_*', 'NCCL_DEBUG'],
+    });
+  });
+
+  it.each([
+    ['LLMGW_AGENT_SOURCE_SCHEMES', 'https,ftp', /LLMGW_AGENT_SOURCE_SCHEMES.*expected one of https, http, hf/],
+    ['LLMGW_AGENT_SOURCE_SCHEMES', 'file', /LLMGW_AGENT_SOURCE_SCHEMES.*file:\/\/ is allowed by LLMGW_AGENT_SOURCE_DIRS/],
+    ['LLMGW_AGENT_SOURCE_HOSTS', 'http://models.lan', /LLMGW_AGENT_SOURCE_HOSTS.*expected a host name/],
+    ['LLMGW_AGENT_SOURCE_ALLOW_NETS', '10.0.0.0/40', /LLMGW_AGENT_SOURCE_ALLOW_NETS.*expected an IP address or a network/],
+    ['LLMGW_AGENT_SOURCE_DIRS', 'models', /LLMGW_AGENT_SOURCE_DIRS.*expected an absolute directory/],
+    ['HF_ENDPOINT', 'http://127.0.0.1:9000', /HF_ENDPOINT.*127\.0\.0\.1 is in a refused range \(loopback.*LLMGW_AGENT_SOURCE_ALLOW_NETS/],
+  ])('refuses %s=%s', (name, value, message) => {
+    expect(() => loadConfig(agentConfigSchema, { [name]: value })).toThrow(message);
+  });
+
+  it('an HF_ENDPOINT in a refused range is accepted once its network is allowed', () => {
+    expect(loadConfig(agentConfigSchema, { HF_ENDPOINT: 'http://127.0.0.1:9000', LLMGW_AGENT_SOURCE_ALLOW_NETS: '127.0.0.1/32' }).runtime.hfEndpoint).toBe('http://127.0.0.1:9000');
+  });
+
   it('refuses bounds that contradict each other', () => {
     expect(() => loadConfig(agentConfigSchema, { LLMGW_AGENT_RECONNECT_MIN: '10s', LLMGW_AGENT_RECONNECT_MAX: '1s' })).toThrow(/LLMGW_AGENT_RECONNECT_MAX.*must not be shorter/);
     expect(() => loadConfig(agentConfigSchema, { LLMGW_AGENT_RESTART_BACKOFF: '0' })).toThrow(/LLMGW_AGENT_RESTART_BACKOFF.*at least 1ms/);

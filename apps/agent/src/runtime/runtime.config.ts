@@ -1,7 +1,10 @@
 import { z } from 'zod';
+import { isAbsolute } from 'node:path';
+import { inNetwork, parseIp, parseIpNetwork, refusedAddressRange, type IpNetwork } from '@llmgw/catalog';
 import { env, envVar, type DeepReadonly, type EnvParse } from '@llmgw/config';
 import { controllerAddressProblem } from '../connection/controller-address.parser';
 import { isValidNodeId } from '../state/node-id.store';
+import { SOURCE_SCHEMES, type SourcePolicySettings, type SourceScheme } from '../weights/source.policy';
 
 /** Variables engines inherit from the agent unless LLMGW_AGENT_ENGINE_ENV says otherwise (`*` ends a prefix). */
 export const DEFAULT_ENGINE_ENV_PASSTHROUGH = [
@@ -43,6 +46,19 @@ const parseAdvertise: EnvParse<string> = (raw) => {
   }
   return ok(raw.startsWith('[') ? raw.slice(1, -1) : raw);
 };
+
+const parseScheme: EnvParse<SourceScheme> = (raw) =>
+  (SOURCE_SCHEMES as readonly string[]).includes(raw) ? ok(raw as SourceScheme) : bad(`expected one of ${SOURCE_SCHEMES.join(', ')} (file:// is allowed by LLMGW_AGENT_SOURCE_DIRS)`);
+
+const parseHostPattern: EnvParse<string> = (raw) =>
+  /^(\*\.)?[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?$/.test(raw) ? ok(raw.toLowerCase()) : bad('expected a host name, or *.domain for its subdomains');
+
+const parseNetwork: EnvParse<IpNetwork> = (raw) => {
+  const net = parseIpNetwork(raw);
+  return net ? ok(net) : bad('expected an IP address or a network such as 10.0.0.0/8 or fd00::/8');
+};
+
+const parseAbsoluteDir: EnvParse<string> = (raw) => (isAbsolute(raw) ? ok(raw.replace(/(.)\/+$/, '$1')) : bad('expected an absolute directory'));
 
 const parseEnvName: EnvParse<string> = (raw) =>
   /^[A-Za-z_][A-Za-z0-9_]*\*?$/.test(raw) ? ok(raw) : bad('expected a variable name, or a prefix ending in *');
@@ -92,6 +108,16 @@ export const AGENT_RUNTIME_ENV = {
   LLMGW_AGENT_FETCH_ATTEMPTS: env.integer(1, 1000, { default: 8 }),
   /** A download that delivers nothing for this long is abandoned and resumed. */
   LLMGW_AGENT_FETCH_STALL_TIMEOUT: env.duration({ default: '60s' }),
+  /** Source schemes this node fetches (https, http, hf); file:// is governed by LLMGW_AGENT_SOURCE_DIRS. */
+  LLMGW_AGENT_SOURCE_SCHEMES: env.list<SourceScheme, { default: SourceScheme[] }>(parseScheme, { default: ['https', 'hf'] }),
+  /** When set, the only hosts http(s) sources may name (names, or *.domain); unset = any host with public addresses. */
+  LLMGW_AGENT_SOURCE_HOSTS: env.list(parseHostPattern, { optional: true }),
+  /** Networks in refused ranges (loopback, private, link-local, ...) this node may still fetch from; default none. */
+  LLMGW_AGENT_SOURCE_ALLOW_NETS: env.list(parseNetwork, { default: [] }),
+  /** Directories file:// sources must lie under (symbolic links resolved); default none = no file:// source. */
+  LLMGW_AGENT_SOURCE_DIRS: env.list(parseAbsoluteDir, { default: [] }),
+  /** When set, the only variables a catalog profile's env may set (names, or prefixes ending in *); the deny-list applies regardless. */
+  LLMGW_AGENT_PROFILE_ENV_ALLOW: env.list(parseEnvName, { optional: true }),
   /** Hugging Face endpoint hf:// sources resolve against. */
   HF_ENDPOINT: env.url(['http:', 'https:'], { default: 'https://huggingface.co' }),
   /** Hugging Face token, sent only to HF_ENDPOINT. */
@@ -110,6 +136,13 @@ export function runtimeEnvProblems(e: DeepReadonly<RuntimeEnv>): [string, string
   if (e.LLMGW_AGENT_RESTART_BACKOFF_MAX < e.LLMGW_AGENT_RESTART_BACKOFF) problems.push(['LLMGW_AGENT_RESTART_BACKOFF_MAX', 'must not be shorter than LLMGW_AGENT_RESTART_BACKOFF']);
   if (e.LLMGW_AGENT_READY_TIMEOUT < 1) problems.push(['LLMGW_AGENT_READY_TIMEOUT', 'must be at least 1ms']);
   if (e.LLMGW_AGENT_FETCH_STALL_TIMEOUT < 1) problems.push(['LLMGW_AGENT_FETCH_STALL_TIMEOUT', 'must be at least 1ms']);
+  // An endpoint the node's own policy would refuse to connect to is a mistake better seen at boot.
+  const hfHost = new URL(e.HF_ENDPOINT).hostname.replace(/^\[|\]$/g, '');
+  const hfIp = parseIp(hfHost);
+  const hfRange = refusedAddressRange(hfHost);
+  if (hfIp && hfRange !== undefined && !e.LLMGW_AGENT_SOURCE_ALLOW_NETS.some((n) => inNetwork(hfIp, n as IpNetwork))) {
+    problems.push(['HF_ENDPOINT', `${hfHost} is in a refused range (${hfRange}); list its network in LLMGW_AGENT_SOURCE_ALLOW_NETS to fetch from it`]);
+  }
   return problems;
 }
 
@@ -137,6 +170,7 @@ export interface RuntimeOptions {
   readonly fetchStallTimeoutMs: number;
   readonly hfEndpoint: string;
   readonly hfToken?: string;
+  readonly sourcePolicy: SourcePolicySettings;
 }
 
 /** Maps the parsed variables; `dataDir` is LLMGW_DATA_DIR (absolute), the state directory's default parent. */
@@ -164,6 +198,13 @@ export function runtimeOptions(e: DeepReadonly<RuntimeEnv>, dataDir: string): Ru
     fetchStallTimeoutMs: e.LLMGW_AGENT_FETCH_STALL_TIMEOUT,
     hfEndpoint: e.HF_ENDPOINT,
     ...(e.HF_TOKEN !== undefined && { hfToken: e.HF_TOKEN }),
+    sourcePolicy: {
+      schemes: e.LLMGW_AGENT_SOURCE_SCHEMES,
+      ...(e.LLMGW_AGENT_SOURCE_HOSTS !== undefined && { hosts: e.LLMGW_AGENT_SOURCE_HOSTS }),
+      allowNets: e.LLMGW_AGENT_SOURCE_ALLOW_NETS as readonly IpNetwork[],
+      dirs: e.LLMGW_AGENT_SOURCE_DIRS,
+      ...(e.LLMGW_AGENT_PROFILE_ENV_ALLOW !== undefined && { envAllow: e.LLMGW_AGENT_PROFILE_ENV_ALLOW }),
+    },
   };
 }
 

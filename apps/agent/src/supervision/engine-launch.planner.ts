@@ -1,5 +1,5 @@
 import { isAbsolute, join } from 'node:path';
-import { cacheName as cacheNameOf, isCacheName } from '@llmgw/catalog';
+import { cacheName as cacheNameOf, isCacheName, parseWeightsSource } from '@llmgw/catalog';
 import { DomainError, ErrorCode, type Model, type Profile } from '@llmgw/domain';
 import { adapterFor, type LaunchMembers, type LaunchPlan } from '@llmgw/engines';
 import type { ReplicaSpec } from './replica.model';
@@ -45,12 +45,13 @@ export function resolveWeightsPath(spec: ReplicaSpec, cacheDir: string): { path:
     return { path: spec.localPath, cached: false };
   }
   if (spec.weightsSource.startsWith('file://')) {
-    // Taken literally (as the catalog validated it), not percent-decoded.
-    const path = spec.weightsSource.slice('file://'.length);
-    if (!isAbsolute(path) || path.includes('\0') || path.split('/').some((s) => s === '..' || s === '.')) {
-      throw invalid('weightsSource', `${JSON.stringify(spec.weightsSource)} must be file:// followed by an absolute path without . or .. segments`);
+    // The catalog's own parsing (percent-decoded, no . or .. segment); the agent's source
+    // policy has normally admitted it already and set localPath to the checked real path.
+    const parsed = parseWeightsSource(spec.weightsSource);
+    if (!parsed.ok || parsed.source.kind !== 'file') {
+      throw invalid('weightsSource', `${JSON.stringify(spec.weightsSource)} ${parsed.ok ? 'is not a file:// source' : parsed.reason}`);
     }
-    return { path, cached: false };
+    return { path: parsed.source.path, cached: false };
   }
   const expected = cacheNameOf(spec.weightsSource);
   if (!isCacheName(spec.cacheName) || spec.cacheName !== expected) {

@@ -3,7 +3,7 @@
 // with backoff until the limit; stop is clean; and engines outlive a killed agent and are
 // re-adopted — same pid, never restarted.
 import { createHash } from 'node:crypto';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
@@ -284,6 +284,105 @@ describe('engine supervision (real agent, sim-engine, fake controller)', () => {
         expect(readFileSync(join(home.cacheDir, cacheName(other) as string)).equals(body)).toBe(true);
       } finally {
         server.close();
+      }
+    },
+    TIMEOUT,
+  );
+});
+
+
+describe('the node source policy against a hostile controller (real agent, fake controller)', () => {
+  let home: AgentHome;
+  let controller: FakeController;
+  let weights: string;
+
+  beforeEach(async () => {
+    home = new AgentHome();
+    weights = join(home.root, 'tiny.gguf');
+    writeFileSync(weights, 'not a real model');
+    controller = await FakeController.start({ kind: 'leader', heartbeatIntervalMs: 300 });
+  });
+  afterEach(async () => {
+    await stopAllSpawned();
+    await controller.stop();
+    home.remove();
+  });
+
+  it(
+    'refuses file:///etc/shadow, a link out of the allowed directory, LD_PRELOAD and NODE_OPTIONS, loopback and metadata URLs: nothing starts, nothing is fetched',
+    async () => {
+      // A real server on loopback, which this agent is not told to allow (the attack: catalog points the node at its own services).
+      const requests: string[] = [];
+      const local = createServer((req, res) => {
+        requests.push(req.url ?? '');
+        res.end('secret');
+      });
+      await new Promise<void>((resolve) => local.listen(0, '127.0.0.1', resolve));
+      const port = (local.address() as AddressInfo).port;
+      symlinkSync('/etc/passwd', join(home.root, 'innocent.gguf'));
+      try {
+        await startAgent(home, [controller.address], { LLMGW_AGENT_SOURCE_ALLOW_NETS: '' });
+        await waitFor(() => controller.registers.length === 1, { deadlineMs: 60_000, message: 'Register' });
+        const start = (over: Partial<StartReplica>) =>
+          controller.result(
+            controller.send({
+              $case: 'startReplica',
+              value: { commandId: '', replicaId: 'r', model: 'tiny', engine: EngineKind.ENGINE_KIND_LLAMACPP, weightsSource: `file://${weights}`, cacheName: '', servedName: 'tiny', aliases: [], gpuIndices: [], rank: 0, members: [], tensorParallel: 1, pipelineParallel: 1, engineArgs: [], env: {}, ...over },
+            }),
+          );
+        const fetchWeights = (source: string) =>
+          controller.result(controller.send({ $case: 'fetchWeights', value: { commandId: '', source, cacheName: cacheName(source) as string } }));
+
+        const shadow = await start({ replicaId: 'r-shadow', weightsSource: 'file:///etc/shadow' });
+        expect(shadow.ok).toBe(false);
+        expect(shadow.message).toMatch(/weights source "file:\/\/\/etc\/shadow" is refused by this node's source policy: \/etc\/shadow is not under LLMGW_AGENT_SOURCE_DIRS/);
+
+        const link = await start({ replicaId: 'r-link', weightsSource: `file://${join(home.root, 'innocent.gguf')}` });
+        expect(link.ok).toBe(false);
+        expect(link.message).toMatch(/innocent\.gguf \(\/etc\/passwd once links are resolved\) is not under LLMGW_AGENT_SOURCE_DIRS/);
+
+        const dotdot = await start({ replicaId: 'r-dots', weightsSource: `file://${home.root}/%2e%2e/%2e%2e/etc/passwd` });
+        expect(dotdot.ok).toBe(false);
+        expect(dotdot.message).toMatch(/\. or \.\. segments/);
+
+        const env = await start({ replicaId: 'r-env', env: { LD_PRELOAD: weights, NODE_OPTIONS: '--require /tmp/x.js' } });
+        expect(env.ok).toBe(false);
+        expect(env.message).toMatch(/env LD_PRELOAD may not be set by a catalog/);
+        expect(env.message).toMatch(/env NODE_OPTIONS may not be set by a catalog/);
+
+        const flag = await start({ replicaId: 'r-flag', engineArgs: ['-m/etc/shadow'] });
+        expect(flag.ok).toBe(false);
+        expect(flag.message).toMatch(/-m is set by llmgw from source/);
+
+        const localPath = await start({ replicaId: 'r-local', localPath: '/etc/shadow' });
+        expect(localPath.ok).toBe(false);
+        expect(localPath.message).toMatch(/localPath "\/etc\/shadow" is refused/);
+
+        const loopbackStart = await start({ replicaId: 'r-loop', weightsSource: `http://127.0.0.1:${port}/m.gguf`, cacheName: cacheName(`http://127.0.0.1:${port}/m.gguf`) as string });
+        expect(loopbackStart.ok).toBe(false);
+        expect(loopbackStart.message).toMatch(/127\.0\.0\.1 is in a refused range \(loopback/);
+
+        const loopback = await fetchWeights(`http://127.0.0.1:${port}/models/x.gguf`);
+        expect(loopback.ok).toBe(false);
+        expect(loopback.message).toMatch(/127\.0\.0\.1 is in a refused range \(loopback 127\.0\.0\.0\/8\); list its network in LLMGW_AGENT_SOURCE_ALLOW_NETS/);
+
+        // A host name is checked on the address it resolves to, when connecting.
+        const byName = await fetchWeights(`http://localhost:${port}/models/x.gguf`);
+        expect(byName.ok).toBe(false);
+        expect(byName.message).toMatch(/refused to connect to localhost: it resolves to (127\.0\.0\.1|::1), which is in a refused range \(loopback/);
+
+        const metadata = await fetchWeights('http://169.254.169.254/latest/meta-data/iam/security-credentials/');
+        expect(metadata.ok).toBe(false);
+        expect(metadata.message).toMatch(/169\.254\.169\.254 is in a refused range \(link-local/);
+
+        // Nothing ran and nothing was fetched: no engine, no engine log, no request, an empty cache.
+        expect(controller.statuses.filter((s) => s.value.pid !== undefined)).toEqual([]);
+        const logs = join(home.stateDir, 'logs');
+        expect(existsSync(logs) ? readdirSync(logs) : []).toEqual([]);
+        expect(requests).toEqual([]);
+        expect(readdirSync(home.cacheDir)).toEqual([]);
+      } finally {
+        local.close();
       }
     },
     TIMEOUT,

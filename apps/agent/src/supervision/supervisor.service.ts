@@ -1,6 +1,7 @@
 import { DomainError, ErrorCode } from '@llmgw/domain';
 import { errorMessage, type AgentLogger } from '../runtime/agent.logger';
 import type { EngineRecordRepository } from '../state/engine-record.repository';
+import { SourceRefusedError, type SourcePolicy } from '../weights/source.policy';
 import { planReplicaLaunch } from './engine-launch.planner';
 import { pickFreePort } from './free-port.picker';
 import { isValidReplicaId, type ReplicaSnapshot, type ReplicaSpec, type ReplicaStatusEvent } from './replica.model';
@@ -12,6 +13,8 @@ export interface SupervisorDeps {
   readonly logger: AgentLogger;
   /** Wall clock, ms since the epoch. */
   readonly now: () => number;
+  /** This node's source and environment policy, applied to every StartReplica before anything runs. */
+  readonly policy: SourcePolicy;
   /** Picks a port for an engine whose request names none. */
   readonly pickPort?: (host: string) => Promise<number>;
 }
@@ -82,7 +85,10 @@ export class SupervisorService {
     return inUse;
   }
 
-  /** Handles StartReplica. Refuses a request it cannot launch with every problem; never starts a replica twice. */
+  /**
+   * Handles StartReplica. Refuses a request it cannot launch, or one this node's source policy
+   * refuses (a source, `localPath` or profile env), with every problem; never starts a replica twice.
+   */
   async start(spec: ReplicaSpec): Promise<CommandOutcome> {
     if (!isValidReplicaId(spec.replicaId)) {
       return { ok: false, message: `replica id ${JSON.stringify(spec.replicaId)} is not valid: 1..128 of [A-Za-z0-9._-], starting with a letter or digit` };
@@ -103,8 +109,9 @@ export class SupervisorService {
     let replica: ReplicaSupervisor;
     this.creating.add(spec.replicaId);
     try {
-      const port = spec.port ?? (await (this.deps.pickPort ?? pickFreePort)(this.settings.launch.engineHost));
-      replica = this.create(spec, planReplicaLaunch(spec, port, this.settings.launch), 0);
+      const admitted = await this.admit(spec);
+      const port = admitted.port ?? (await (this.deps.pickPort ?? pickFreePort)(this.settings.launch.engineHost));
+      replica = this.create(admitted, planReplicaLaunch(admitted, port, this.settings.launch), 0);
     } catch (error) {
       const message = error instanceof DomainError && error.code === ErrorCode.InvalidArgument ? error.message : `cannot start: ${errorMessage(error)}`;
       this.deps.logger.warn({ replicaId: spec.replicaId, err: message }, 'StartReplica refused');
@@ -152,6 +159,34 @@ export class SupervisorService {
   /** One replica's supervisor, for tests and diagnostics. */
   get(replicaId: string): ReplicaSupervisor | undefined {
     return this.replicas.get(replicaId);
+  }
+
+  /**
+   * The spec as this node's policy admits it: every refused env variable, the source and
+   * `localPath` checked. A `file://` source becomes a `localPath` with symbolic links resolved,
+   * so the engine opens exactly the file that was checked. Throws a DomainError (InvalidArgument)
+   * listing every refusal.
+   */
+  private async admit(spec: ReplicaSpec): Promise<ReplicaSpec> {
+    const { policy } = this.deps;
+    const problems = policy.envProblems(spec.env);
+    let admitted = spec;
+    try {
+      const source = await policy.admitSource(spec.weightsSource);
+      if (spec.localPath !== undefined && spec.localPath !== '') {
+        admitted = { ...spec, localPath: await policy.admitLocalPath(spec.localPath, this.settings.launch.cacheDir) };
+      } else if (source.kind === 'file') {
+        admitted = { ...spec, localPath: source.path };
+      }
+    } catch (error) {
+      if (!(error instanceof SourceRefusedError)) throw error;
+      problems.push(error.message);
+    }
+    if (problems.length > 0) {
+      const message = `replica ${spec.replicaId} refused by this node's policy, nothing started:\n${problems.map((p) => `- ${p}`).join('\n')}`;
+      throw new DomainError(ErrorCode.InvalidArgument, message, problems.map((p) => ({ path: '', message: p })));
+    }
+    return admitted;
   }
 
   private create(spec: ReplicaSpec, launch: ReplicaSupervisor['launch'], restarts: number): ReplicaSupervisor {

@@ -3,7 +3,7 @@ import { createReadStream } from 'node:fs';
 import { open, rename, rm, stat } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { syncDir } from '../state/atomic-file';
-import type { HttpClient } from './http.client';
+import { AddressRefusedError, type HttpClient } from './http.client';
 
 /** One file to download. Sizes in bytes. */
 export interface DownloadRequest {
@@ -71,7 +71,7 @@ export async function downloadFile(http: HttpClient, req: DownloadRequest, polic
       done = await transfer(http, req, policy);
       lastError = undefined;
     } catch (error) {
-      if (error instanceof DownloadError && !error.retryable) throw error;
+      if ((error instanceof DownloadError && !error.retryable) || error instanceof AddressRefusedError) throw error;
       if (req.signal?.aborted) throw error;
       lastError = error instanceof Error ? error : new Error(String(error));
     }

@@ -4,7 +4,7 @@ import { hfFileUrl, hfRepoInfoUrl, parseWeightsSource } from './weights-source.p
 describe('parseWeightsSource', () => {
   it.each([
     ['file:///models/tiny.gguf', { kind: 'file', path: '/models/tiny.gguf' }],
-    ['https://host.example/m/tiny.gguf?x=1', { kind: 'http', url: 'https://host.example/m/tiny.gguf?x=1' }],
+    ['https://host.example/m/tiny.gguf?x=1', { kind: 'http', url: 'https://host.example/m/tiny.gguf?x=1', scheme: 'https', host: 'host.example' }],
     ['hf://acme/tiny/sub/model.gguf@v1.0', { kind: 'hf-file', repo: 'acme/tiny', file: 'sub/model.gguf', revision: 'v1.0' }],
     ['hf://acme/tiny@refs/pr/1', { kind: 'hf-repo', repo: 'acme/tiny', revision: 'refs/pr/1' }],
   ])('%s', (source, expected) => {
@@ -17,7 +17,7 @@ describe('parseWeightsSource', () => {
     ['https://user:pw@host/x', /credentials/],
     ['hf://acme/tiny', /hf:\/\/org\/repo\[\/file\]@revision/],
     ['hf://acme/tiny/../x@main', /\. or \.\. segments|hf:\/\/org/],
-    ['s3://bucket/x', /not supported/],
+    ['s3://bucket/x', /not a supported source/],
     ['https://host/x y', /spaces or control/],
   ])('refuses %s', (source, message) => {
     expect(() => parseWeightsSource(source)).toThrow(message);

@@ -10,7 +10,9 @@ import { join } from 'node:path';
 import { cacheName } from '@llmgw/catalog';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { SILENT_LOGGER } from '../runtime/agent.logger';
-import { FetchHttpClient } from './http.client';
+import { parseIpNetwork, type IpNetwork } from '@llmgw/catalog';
+import { PolicyHttpClient } from './http.client';
+import { SourcePolicy } from './source.policy';
 import { WeightsFetcher, type FetcherSettings } from './weights.fetcher';
 
 interface Seen {
@@ -103,10 +105,13 @@ describe('WeightsFetcher (real HTTP server, real cache directory)', () => {
   });
 
   function fetcher(over: Partial<FetcherSettings> = {}): WeightsFetcher {
+    // The test server is on loopback: allowed here explicitly, as an operator would.
+    const policy = new SourcePolicy({ schemes: ['http', 'hf'], allowNets: [parseIpNetwork('127.0.0.1/32') as IpNetwork], dirs: [tmpdir()] });
     return new WeightsFetcher(
-      new FetchHttpClient(),
+      new PolicyHttpClient(policy),
       { cacheDir, hfEndpoint: server.base, attempts: 3, retryDelayMs: 10, stallTimeoutMs: 5_000, progressIntervalMs: 0, ...over },
       SILENT_LOGGER,
+      policy,
     );
   }
 

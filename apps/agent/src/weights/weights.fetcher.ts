@@ -7,7 +7,8 @@ import { syncDir } from '../state/atomic-file';
 import type { WeightsProvider } from '../supervision/replica.supervisor';
 import { downloadFile, DownloadError, type DownloadPolicy } from './file.downloader';
 import type { HttpClient } from './http.client';
-import { hfFileUrl, hfRepoInfoUrl, parseWeightsSource, type WeightsSource } from './weights-source.parser';
+import type { SourcePolicy } from './source.policy';
+import { hfFileUrl, hfRepoInfoUrl, type WeightsSource } from './weights-source.parser';
 
 /** Where and how weights are fetched. */
 export interface FetcherSettings extends DownloadPolicy {
@@ -57,6 +58,8 @@ export class WeightsFetcher implements WeightsProvider {
     private readonly http: HttpClient,
     private readonly settings: FetcherSettings,
     private readonly logger: AgentLogger,
+    /** This node's source policy: checked before anything is fetched (and by `http` on every connection). */
+    private readonly policy: SourcePolicy,
   ) {}
 
   /** Cache entries being written now (names and their `.partial` forms): never collected. */
@@ -75,8 +78,9 @@ export class WeightsFetcher implements WeightsProvider {
   }
 
   /**
-   * Handles FetchWeights. Rejects with a message naming the problem: a cache name that is not
-   * the source's, an unreachable or missing source, a size or checksum mismatch.
+   * Handles FetchWeights. Rejects with a message naming the problem: a source this node's policy
+   * refuses (nothing is fetched), a cache name that is not the source's, an unreachable or
+   * missing source, a size or checksum mismatch.
    */
   fetch(request: FetchRequest, onProgress?: Progress): Promise<FetchOutcome> {
     const running = this.inflight.get(request.cacheName);
@@ -98,7 +102,7 @@ export class WeightsFetcher implements WeightsProvider {
   }
 
   private async run(request: FetchRequest, report: (fetched: number, total: number | undefined, force?: boolean) => void): Promise<FetchOutcome> {
-    const source = parseWeightsSource(request.source);
+    const source = await this.policy.admitSource(request.source);
     if (source.kind === 'file') {
       const st = await stat(source.path).catch(() => undefined);
       if (!st) throw new Error(`${request.source} is used in place and does not exist on this node`);

@@ -50,6 +50,10 @@ export function startAgent(home: AgentHome, controllers: string[], env: Record<s
       LLMGW_AGENT_RESTART_LIMIT: '2',
       LLMGW_AGENT_READY_TIMEOUT: '60s',
       LLMGW_AGENT_STOP_GRACE: '10s',
+      // What these tests use, allowed explicitly: weights files in the home, local HTTP servers.
+      LLMGW_AGENT_SOURCE_DIRS: home.root,
+      LLMGW_AGENT_SOURCE_SCHEMES: 'https,http,hf',
+      LLMGW_AGENT_SOURCE_ALLOW_NETS: '127.0.0.1/32',
       ...env,
     },
     readyWhen: { stdoutMatch: /llmgw-agent listening on http:\/\/127\.0\.0\.1:(\d+)/ },
