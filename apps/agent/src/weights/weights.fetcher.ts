@@ -102,7 +102,10 @@ export class WeightsFetcher implements WeightsProvider {
   }
 
   private async run(request: FetchRequest, report: (fetched: number, total: number | undefined, force?: boolean) => void): Promise<FetchOutcome> {
-    const source = await this.policy.admitSource(request.source);
+    const source = await this.policy.admitSource(request.source).catch((error: unknown) => {
+      this.logger.warn({ source: request.source, err: errorMessage(error) }, 'weights source refused');
+      throw error;
+    });
     if (source.kind === 'file') {
       const st = await stat(source.path).catch(() => undefined);
       if (!st) throw new Error(`${request.source} is used in place and does not exist on this node`);
