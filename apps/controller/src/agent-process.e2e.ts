@@ -1,7 +1,8 @@
 // The controller with real llmgw-agent processes (fake GPUs, the engine simulator in place of
 // vLLM): placement onto real engines, kill -9 of an agent and its engines with the replicas
-// rebuilt on the survivor, and a model removed from the catalog stopping its engines.
-import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+// rebuilt on the survivor, a model removed from the catalog stopping its engines, and a catalog
+// naming files outside the agent's source directories refused by the agent, never started.
+import { mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openStore } from '@llmgw/store';
@@ -161,5 +162,44 @@ describe('with real agent processes', () => {
       for (const text of [first.stdout, first.stderr, again.stdout, again.stderr, other.stdout, other.stderr, JSON.stringify(controller.logs)]) expect(text).not.toContain(secret);
     },
     180_000,
+  );
+
+  it(
+    'a catalog naming file:///etc/shadow (which the validator cannot judge) is refused by the agent: refused event, failed replica, no engine',
+    async () => {
+      const root = mkdtempSync(join(tmpdir(), 'llmgw-ctl-policy-'));
+      cleanups.push(() => rmSync(root, { recursive: true, force: true }));
+      symlinkSync('/etc/passwd', join(root, 'innocent.gguf'));
+      const doc = {
+        models: [
+          { name: 'shadow', source: 'file:///etc/shadow', size: '1MB', replicas: 1, profiles: [{ engine: 'vllm', gpuClass: 'H100-80GB' }] },
+          { name: 'link', source: `file://${join(root, 'innocent.gguf')}`, size: '1MB', replicas: 1, profiles: [{ engine: 'vllm', gpuClass: 'H100-80GB' }] },
+        ],
+      };
+      const db = await sqliteBackend.create();
+      const file = catalogFile(doc);
+      cleanups.push(() => db.drop(), () => file.cleanup());
+      const controller = await startController({ LLMGW_DATABASE_URL: db.url, LLMGW_CONTROLLER_CATALOG_FILE: file.path, LLMGW_CONTROLLER_SETTLE: '1s' });
+      cleanups.push(() => controller.close());
+      const agent = await startAgent('node-p', controller.grpc, root);
+      cleanups.push(() => agent.stop());
+      // Should an engine start after all (the attack succeeding), it is ended too.
+      cleanups.push(() => {
+        for (const r of controller.plane.nodes.get('node-p')?.reported.values() ?? []) if (r.pid !== undefined) enginePids.add(r.pid);
+      });
+
+      const eventsOf = async (model: string): Promise<{ kind: string; reason?: string }[]> =>
+        ((await (await fetch(`${controller.http}/v1/admin/events?model=${model}`)).json()) as { events: { kind: string; reason?: string }[] }).events;
+      const refusedOf = async (model: string): Promise<string | undefined> => (await eventsOf(model)).find((e) => e.kind === 'refused')?.reason;
+      const shadow = await waitFor(() => refusedOf('shadow'), { deadlineMs: 60_000, message: 'shadow refused' });
+      expect(shadow).toMatch(/^start refused by the agent: replica \S+ refused by this node's policy, nothing started:\n- weights source "file:\/\/\/etc\/shadow" is refused by this node's source policy: \/etc\/shadow is not under LLMGW_AGENT_SOURCE_DIRS/);
+      const link = await waitFor(() => refusedOf('link'), { deadlineMs: 60_000, message: 'link refused' });
+      expect(link).toMatch(/innocent\.gguf \(\/etc\/passwd once links are resolved\) is not under LLMGW_AGENT_SOURCE_DIRS/);
+      // The replica failed with that reason (and is retried after a backoff, refused again).
+      const failed = await waitFor(async () => (await eventsOf('shadow')).find((e) => e.kind === 'failed'), { deadlineMs: 30_000, message: 'shadow failed' });
+      expect(failed.reason).toMatch(/^start refused: .*\/etc\/shadow is not under LLMGW_AGENT_SOURCE_DIRS/s);
+      expect([...(controller.plane.nodes.get('node-p')?.reported.values() ?? [])].filter((r) => r.pid !== undefined)).toEqual([]);
+    },
+    120_000,
   );
 });
