@@ -89,6 +89,30 @@ describe('PolicyHttpClient (real loopback server)', () => {
     expect(seen.map((s) => s.url)).toEqual(['/start']);
   });
 
+  it('a body that stops arriving ends with the abort once the signal fires, after every byte that came', async () => {
+    const stalled = createServer((_req, res) => {
+      res.writeHead(200, { 'content-length': 10 });
+      res.write('abc'); // and then nothing
+    });
+    await new Promise<void>((resolve) => stalled.listen(0, '127.0.0.1', resolve));
+    try {
+      const abort = new AbortController();
+      const res = await new PolicyHttpClient(policy(['127.0.0.1/32'])).get(`http://127.0.0.1:${(stalled.address() as AddressInfo).port}/x`, { headers: {}, signal: abort.signal });
+      const got: string[] = [];
+      const reading = (async () => {
+        for await (const chunk of res.body) {
+          got.push(Buffer.from(chunk).toString());
+          abort.abort(new Error('stalled'));
+        }
+      })();
+      await expect(reading).rejects.toThrow();
+      expect(got.join('')).toBe('abc');
+    } finally {
+      stalled.closeAllConnections();
+      await new Promise<void>((resolve) => stalled.close(() => resolve()));
+    }
+  });
+
   it('follows an allowed redirect, dropping Authorization when it leaves the origin', async () => {
     const other = createServer((req, res) => {
       seen.push({ url: `other${req.url ?? ''}`, headers: req.headers });
