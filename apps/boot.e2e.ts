@@ -14,7 +14,12 @@ const TEST_TIMEOUT_MS = 120_000;
 
 const APPS = [
   { app: 'router', portVar: 'LLMGW_ROUTER_PORT', extra: {} },
-  { app: 'controller', portVar: 'LLMGW_CONTROLLER_PORT', extra: { LLMGW_CONTROLLER_GRPC_PORT: '0' } },
+  {
+    app: 'controller',
+    portVar: 'LLMGW_CONTROLLER_PORT',
+    // The controller refuses to start without both gRPC tokens.
+    extra: { LLMGW_CONTROLLER_GRPC_PORT: '0', LLMGW_CONTROLLER_JOIN_TOKEN: 'a3f09c2e7b5d41e8a3f09c2e', LLMGW_CONTROLLER_ROUTER_TOKEN: '6d1b8e4f2a9c07536d1b8e4f' },
+  },
   { app: 'catalog', portVar: 'LLMGW_CATALOG_PORT', extra: {} },
   { app: 'agent', portVar: 'LLMGW_AGENT_PORT', extra: {} },
 ] as const;
