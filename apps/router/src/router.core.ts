@@ -71,6 +71,7 @@ export class RouterCore {
       clock,
       breaker: config.breaker,
       scrapeStaleAfterMs: config.scrape.staleAfterMs,
+      scrapeUnavailableAfter: config.scrape.unavailableAfter,
       onBreakerTransition: (state, t) => {
         this.metrics.breakerTransitions.inc({ endpoint: state.id, from: t.from, to: t.to });
         const level = t.to === 'open' ? 'warn' : 'info';

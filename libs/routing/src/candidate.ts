@@ -1,4 +1,5 @@
 import type { EngineLoad } from '@llmgw/domain';
+import type { ScrapeHealth } from './scrape-health';
 
 /** Breaker position as the router's circuit breaker reports it. */
 export type BreakerState = 'closed' | 'open' | 'half-open';
@@ -25,6 +26,8 @@ export interface Candidate {
   readonly load?: EngineLoad;
   /** Sequences the engine decodes together, when known (for running-vs-capacity). */
   readonly maxRunning?: number;
+  /** What the endpoint's recent scrapes say of it (see scrapeHealth); absent = no failure recorded (`ok`). */
+  readonly scrapeHealth?: ScrapeHealth;
 }
 
 /** A request as the picker sees it. */

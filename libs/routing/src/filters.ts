@@ -24,6 +24,20 @@ export const notDrainingFilter: Filter = {
   apply: (_req, cs) => cs.filter((c) => !c.draining),
 };
 
+/**
+ * Drops endpoints whose scrapes have failed too often in a row (frozen or gone engines), but
+ * only when at least one other endpoint remains: a /metrics path that alone stopped answering
+ * must not turn into an outage of the model, and the first-byte deadline bounds what a last
+ * resort costs.
+ */
+export const scrapeAvailableFilter: Filter = {
+  name: 'scrape-available',
+  apply: (_req, cs) => {
+    const available = cs.filter((c) => c.scrapeHealth !== 'unavailable');
+    return available.length > 0 ? available : cs;
+  },
+};
+
 /** Drops endpoints on suspect nodes, but only when at least one non-suspect endpoint remains. */
 export const preferHealthyNodeFilter: Filter = {
   name: 'prefer-healthy-node',
@@ -34,4 +48,4 @@ export const preferHealthyNodeFilter: Filter = {
 };
 
 /** The default filter chain, in order. */
-export const DEFAULT_FILTERS: readonly Filter[] = [servesModelFilter, breakerFilter, notDrainingFilter, preferHealthyNodeFilter];
+export const DEFAULT_FILTERS: readonly Filter[] = [servesModelFilter, breakerFilter, notDrainingFilter, scrapeAvailableFilter, preferHealthyNodeFilter];

@@ -5,3 +5,4 @@ export * from './picker';
 export * from './admission';
 export * from './circuit-breaker';
 export * from './drain-rate';
+export * from './scrape-health';

@@ -44,6 +44,14 @@ describe('EndpointPicker filters', () => {
     expect(only.ok && only.chosen.id).toBe('s');
   });
 
+  it('drops an endpoint whose scrapes go unanswered, but uses it when it is all there is', () => {
+    const p = picker();
+    const both = p.pick({ model: 'm' }, [cand('frozen', { scrapeHealth: 'unavailable' }), cand('busy', { inFlight: 50 })]);
+    expect(both.ok && both.chosen.id).toBe('busy');
+    const only = p.pick({ model: 'm' }, [cand('frozen', { scrapeHealth: 'unavailable' }), cand('shut', { breaker: 'open' })]);
+    expect(only.ok && only.chosen.id).toBe('frozen');
+  });
+
   it('says why nothing was picked', () => {
     expect(picker().pick({ model: 'm' }, [])).toMatchObject({ ok: false, reason: 'no-endpoints' });
     expect(picker().pick({ model: 'm' }, [cand('a', { breaker: 'open' })])).toMatchObject({ ok: false, reason: 'none-eligible' });
@@ -59,6 +67,12 @@ describe('EndpointPicker scoring', () => {
       const r = p.pick({ model: 'm' }, [busy, calm]);
       expect(r.ok && r.chosen.id).toBe('calm');
     }
+  });
+
+  it('scores down an endpoint whose last scrape went unanswered', () => {
+    const r = picker(seq(0.99)).pick({ model: 'm' }, [cand('suspect', { scrapeHealth: 'suspect' }), cand('ok', { scrapeHealth: 'ok' })]);
+    expect(r.ok && r.chosen.id).toBe('ok');
+    expect(r.ok && r.scores.map((s) => s.byScorer['scrape-health'])).toEqual([0.5, 1]);
   });
 
   it('with engine metrics absent, follows the local in-flight count', () => {

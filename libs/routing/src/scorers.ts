@@ -70,18 +70,26 @@ export const inFlightScorer: Scorer = {
   score: (cs) => invertedMinMax(cs.map((c) => c.inFlight)),
 };
 
+/** Scrape health: 1 while scrapes answer, 0.5 once one has failed (suspect), 0 when unavailable. */
+export const scrapeHealthScorer: Scorer = {
+  name: 'scrape-health',
+  score: (cs) => cs.map((c) => (c.scrapeHealth === undefined || c.scrapeHealth === 'ok' ? 1 : c.scrapeHealth === 'suspect' ? 0.5 : 0)),
+};
+
 /** Every scorer the router can be configured with, by name. */
 export const SCORERS: Readonly<Record<string, Scorer>> = {
   [queueScorer.name]: queueScorer,
   [runningScorer.name]: runningScorer,
   [kvCacheScorer.name]: kvCacheScorer,
   [inFlightScorer.name]: inFlightScorer,
+  [scrapeHealthScorer.name]: scrapeHealthScorer,
 };
 
-/** Default weights: queue depth dominates, then KV headroom, then running and local in-flight. */
+/** Default weights: queue depth dominates, then KV headroom and scrape health, then running and local in-flight. */
 export const DEFAULT_SCORER_WEIGHTS: Readonly<Record<string, number>> = {
   queue: 3,
   'kv-cache': 2,
   running: 1,
   'in-flight': 1,
+  'scrape-health': 2,
 };

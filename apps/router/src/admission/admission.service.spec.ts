@@ -9,7 +9,7 @@ const ep = (replicaId: string, model = 'm'): Endpoint => ({ replicaId, model, ur
 
 function setup(options: Partial<AdmissionOptions> = {}, endpoints: Endpoint[] = [ep('a'), ep('b')]) {
   const clock = new FakeClock(1_000_000);
-  const registry = new EndpointRegistry({ clock, breaker: { failureThreshold: 1, cooldownMs: 5_000 }, scrapeStaleAfterMs: 5_000 });
+  const registry = new EndpointRegistry({ clock, breaker: { failureThreshold: 1, cooldownMs: 5_000 }, scrapeStaleAfterMs: 5_000, scrapeUnavailableAfter: 3 });
   registry.apply({ revision: 1, endpoints, models: [{ name: 'm', aliases: [] }, { name: 'empty', aliases: [] }] }, { resync: true });
   const events: string[] = [];
   const admission = new AdmissionService(

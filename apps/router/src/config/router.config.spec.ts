@@ -13,7 +13,7 @@ describe('routerConfigSchema', () => {
       proxy: { maxBodyBytes: 16 * 1024 * 1024, maxJsonDepth: 64, maxRetries: 2 },
       http: { maxConnections: 10_000, minBodyBytesPerSecond: 1_024, bodyRateGraceMs: 10_000 },
       admission: { thresholds: { maxWaiting: 32, maxKvUsage: 0.95, maxInFlight: 256 }, queueBound: 256, queueDeadlineMs: 30_000, retryAfterMaxSeconds: 30 },
-      scorerWeights: { queue: 3, 'kv-cache': 2, running: 1, 'in-flight': 1 },
+      scorerWeights: { queue: 3, 'kv-cache': 2, running: 1, 'in-flight': 1, 'scrape-health': 2 },
       breaker: { failureThreshold: 5, cooldownMs: 10_000 },
     });
   });
@@ -58,7 +58,7 @@ describe('routerConfigSchema', () => {
       'LLMGW_ROUTER_CONTROLLER="http://controller:8082": expected host:port (no scheme), e.g. 10.0.0.2:8082',
       'LLMGW_ROUTER_QUEUE_TIMEOUT="0": expected a duration of at least 1 ms',
       'LLMGW_ROUTER_MAX_KV_USAGE="1.5": expected a number greater than 0 and at most 1',
-      'LLMGW_ROUTER_SCORERS="queue=3,prefix=1": prefix: unknown scorer (known: queue, running, kv-cache, in-flight)',
+      'LLMGW_ROUTER_SCORERS="queue=3,prefix=1": prefix: unknown scorer (known: queue, running, kv-cache, in-flight, scrape-health)',
     ]);
     expect(() => loadConfig(routerConfigSchema, { LLMGW_ROUTER_WATCH_BACKOFF_MIN: '5s', LLMGW_ROUTER_WATCH_BACKOFF_MAX: '1s' })).toThrow(
       /LLMGW_ROUTER_WATCH_BACKOFF_MAX.*must not be shorter/,
@@ -74,5 +74,15 @@ describe('routerConfigSchema', () => {
     expect(() => loadConfig(routerConfigSchema, { LLMGW_ROUTER_CONTROLLER_TOKEN: 'change-me' })).toThrow(/LLMGW_ROUTER_CONTROLLER_TOKEN=<redacted>: expected 16 to 512 characters/);
     expect(() => loadConfig(routerConfigSchema, { LLMGW_ROUTER_CONTROLLER_TOKEN: 'change-me-router-token-0123' })).toThrow(/LLMGW_ROUTER_CONTROLLER_TOKEN=<redacted>: looks like an example placeholder/);
     expect(loadConfig(routerConfigSchema, {}).controllerToken).toBeUndefined();
+  });
+
+  it('bounds the scrape timeout and the unanswered scrapes that make an endpoint unavailable', () => {
+    expect(loadConfig(routerConfigSchema, {}).scrape).toEqual({ intervalMs: 1_000, timeoutMs: 800, staleAfterMs: 5_000, unavailableAfter: 3 });
+    expect(loadConfig(routerConfigSchema, { LLMGW_ROUTER_SCRAPE_TIMEOUT: '2s', LLMGW_ROUTER_SCRAPE_UNAVAILABLE_AFTER: '5' }).scrape).toMatchObject({
+      timeoutMs: 2_000,
+      unavailableAfter: 5,
+    });
+    expect(() => loadConfig(routerConfigSchema, { LLMGW_ROUTER_SCRAPE_TIMEOUT: '5m' })).toThrow(/LLMGW_ROUTER_SCRAPE_TIMEOUT.*at most 60000 ms/);
+    expect(() => loadConfig(routerConfigSchema, { LLMGW_ROUTER_SCRAPE_UNAVAILABLE_AFTER: '0' })).toThrow(/LLMGW_ROUTER_SCRAPE_UNAVAILABLE_AFTER/);
   });
 });

@@ -15,6 +15,15 @@ function durationAtLeast(minMs: number): EnvParse<number> {
   };
 }
 
+/** A duration (see parseDuration) between `minMs` and `maxMs` milliseconds. */
+function durationBetween(minMs: number, maxMs: number): EnvParse<number> {
+  return (raw) => {
+    const parsed = durationAtLeast(minMs)(raw);
+    if (!parsed.ok) return parsed;
+    return parsed.value <= maxMs ? parsed : bad(`expected a duration of at most ${maxMs} ms`);
+  };
+}
+
 /** A fraction in (0, 1], written as a decimal number. */
 const parseFraction: EnvParse<number> = (raw) => {
   const n = /^\d*\.?\d+$/.test(raw) ? Number(raw) : Number.NaN;
@@ -102,7 +111,10 @@ export const routerConfigSchema = z
     /** Longest silence from an engine in the middle of a response. */
     LLMGW_ROUTER_IDLE_TIMEOUT: envVar(durationAtLeast(1), { default: 60_000 }),
     LLMGW_ROUTER_SCRAPE_INTERVAL: envVar(durationAtLeast(10), { default: 1_000 }),
-    LLMGW_ROUTER_SCRAPE_TIMEOUT: envVar(durationAtLeast(1), { default: 800 }),
+    /** One scrape may take this long (at most 60 s); past it the scrape counts as unanswered. */
+    LLMGW_ROUTER_SCRAPE_TIMEOUT: envVar(durationBetween(1, 60_000), { default: 800 }),
+    /** Unanswered scrapes in a row that make an endpoint unavailable (one makes it suspect). */
+    LLMGW_ROUTER_SCRAPE_UNAVAILABLE_AFTER: env.integer(1, 100, { default: 3 }),
     /** A scrape older than this is not used (the picker falls back to local in-flight). */
     LLMGW_ROUTER_SCRAPE_STALE_AFTER: envVar(durationAtLeast(1), { default: 5_000 }),
     /** How often replica last-used times go to the controller. */
@@ -146,7 +158,12 @@ export const routerConfigSchema = z
     },
     scorerWeights: e.LLMGW_ROUTER_SCORERS,
     breaker: { failureThreshold: e.LLMGW_ROUTER_BREAKER_FAILURES, cooldownMs: e.LLMGW_ROUTER_BREAKER_COOLDOWN },
-    scrape: { intervalMs: e.LLMGW_ROUTER_SCRAPE_INTERVAL, timeoutMs: e.LLMGW_ROUTER_SCRAPE_TIMEOUT, staleAfterMs: e.LLMGW_ROUTER_SCRAPE_STALE_AFTER },
+    scrape: {
+      intervalMs: e.LLMGW_ROUTER_SCRAPE_INTERVAL,
+      timeoutMs: e.LLMGW_ROUTER_SCRAPE_TIMEOUT,
+      staleAfterMs: e.LLMGW_ROUTER_SCRAPE_STALE_AFTER,
+      unavailableAfter: e.LLMGW_ROUTER_SCRAPE_UNAVAILABLE_AFTER,
+    },
     usageIntervalMs: e.LLMGW_ROUTER_USAGE_INTERVAL,
     watch: { backoffMinMs: e.LLMGW_ROUTER_WATCH_BACKOFF_MIN, backoffMaxMs: e.LLMGW_ROUTER_WATCH_BACKOFF_MAX },
   }));

@@ -15,7 +15,7 @@ const ep = (replicaId: string, model = 'm', url = `http://10.0.0.1:${8000 + repl
 const snap = (revision: number, endpoints: Endpoint[], models = [{ name: 'm', aliases: ['alias'] }]): RoutingSnapshot => ({ revision, endpoints, models });
 
 function registry(clock = new FakeClock(), onGone?: (replicaId: string) => void): EndpointRegistry {
-  return new EndpointRegistry({ clock, breaker: { failureThreshold: 2, cooldownMs: 1_000 }, scrapeStaleAfterMs: 3_000, onGone });
+  return new EndpointRegistry({ clock, breaker: { failureThreshold: 2, cooldownMs: 1_000 }, scrapeStaleAfterMs: 3_000, scrapeUnavailableAfter: 3, onGone });
 }
 
 describe('EndpointRegistry', () => {

@@ -1,5 +1,5 @@
 import type { Clock, Endpoint, EngineLoad, MetricMapping } from '@llmgw/domain';
-import { CircuitBreaker, DrainRate, type BreakerOptions, type BreakerTransition, type Candidate } from '@llmgw/routing';
+import { CircuitBreaker, DrainRate, scrapeHealth, type BreakerOptions, type BreakerTransition, type Candidate, type ScrapeHealth } from '@llmgw/routing';
 
 /** Where requests for an endpoint go, parsed once from its URL. */
 export interface EndpointTarget {
@@ -45,6 +45,8 @@ export interface EndpointStateOptions {
   readonly breaker: BreakerOptions;
   /** A scrape older than this (ms) is not used: the endpoint is judged by local in-flight only. */
   readonly scrapeStaleAfterMs: number;
+  /** Consecutive failed scrapes (no connection, no answer in time) that make the endpoint unavailable. */
+  readonly scrapeUnavailableAfter: number;
   readonly onBreakerTransition?: (state: EndpointState, transition: BreakerTransition) => void;
   /** Called when the last in-flight request of an endpoint already marked removed finishes. */
   readonly onDrained?: (state: EndpointState) => void;
@@ -68,6 +70,8 @@ export class EndpointState {
   lastScrape: ScrapeReading | undefined;
   /** When the newest scrape attempt finished and whether it failed. */
   lastScrapeError: string | undefined;
+  /** Scrapes in a row that got no answer (connection failed or timed out); any answer resets it. */
+  scrapeFailures = 0;
   /** A scrape of this endpoint is running (never two at once). */
   scraping = false;
   /** Each scorer's value for this endpoint at its last choice (for /metrics). */
@@ -103,6 +107,11 @@ export class EndpointState {
     return s !== undefined && now - s.at <= this.options.scrapeStaleAfterMs ? s.load : undefined;
   }
 
+  /** What the scrapes say of this endpoint now (ok, suspect, unavailable). */
+  get scrapeHealth(): ScrapeHealth {
+    return scrapeHealth(this.scrapeFailures, { unavailableAfter: this.options.scrapeUnavailableAfter });
+  }
+
   /** What the picker sees of this endpoint now. */
   candidate(now: number): RoutedCandidate {
     const breaker = this.breaker.state;
@@ -115,6 +124,7 @@ export class EndpointState {
       probeAvailable: breaker === 'half-open' && this.breaker.available,
       inFlight: this.inFlight,
       load: this.freshLoad(now),
+      scrapeHealth: this.scrapeHealth,
       state: this,
     };
   }

@@ -1,5 +1,5 @@
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
-import type { BreakerState } from '@llmgw/routing';
+import type { BreakerState, ScrapeHealth } from '@llmgw/routing';
 import type { EndpointRegistry } from '../endpoints/endpoint.registry';
 import { FastCounter, FastHistogram } from './fast-metric';
 
@@ -16,6 +16,7 @@ export interface RouterMetricsSources {
 const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
 const OVERHEAD_BUCKETS = [0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1];
 const BREAKER_STATES: readonly BreakerState[] = ['closed', 'open', 'half-open'];
+const SCRAPE_HEALTH: readonly ScrapeHealth[] = ['ok', 'suspect', 'unavailable'];
 
 /**
  * Every metric family llmgw-router exports, prefixed `llmgw_router_`. Counters and histograms
@@ -203,6 +204,21 @@ export class RouterMetrics {
         for (const e of s.registry.active()) {
           const current = e.breaker.state;
           for (const state of BREAKER_STATES) this.set({ endpoint: e.id, state }, state === current ? 1 : 0);
+        }
+      },
+    });
+    new Gauge({
+      name: 'llmgw_router_scrape_health',
+      help: 'What scrapes say of each endpoint (ok; suspect after an unanswered scrape; unavailable after LLMGW_ROUTER_SCRAPE_UNAVAILABLE_AFTER in a row): 1 on the current state, 0 on the others.',
+      labelNames: ['endpoint', 'state'],
+      registers: registersList,
+      collect() {
+        this.reset();
+        const s = src();
+        if (!s) return;
+        for (const e of s.registry.active()) {
+          const current = e.scrapeHealth;
+          for (const state of SCRAPE_HEALTH) this.set({ endpoint: e.id, state }, state === current ? 1 : 0);
         }
       },
     });

@@ -430,7 +430,8 @@ describe('circuit breaker and retries', () => {
         { id: 'dead', url: deadUrl },
         { id: 'live', url: live.url },
       ],
-      { LLMGW_ROUTER_BREAKER_FAILURES: '2', LLMGW_ROUTER_BREAKER_COOLDOWN: '2s' },
+      // The breaker alone: scrapes (which would take the dead endpoint out, see frozen-engine.e2e.ts) are kept out of it.
+      { LLMGW_ROUTER_BREAKER_FAILURES: '2', LLMGW_ROUTER_BREAKER_COOLDOWN: '2s', LLMGW_ROUTER_SCRAPE_INTERVAL: '1h', LLMGW_ROUTER_SCORERS: 'queue=3,kv-cache=2,running=1,in-flight=1' },
     );
     const connectErrors = async (): Promise<number> => sampleValue(await metricsText(r), 'llmgw_router_upstream_errors_total', { endpoint: 'dead', kind: 'connect' }) ?? 0;
     await waitFor(

@@ -18,11 +18,19 @@ const MAX_SCRAPE_BYTES = 8 * 1024 * 1024;
 
 type ScrapeFailure = 'connect' | 'timeout' | 'status' | 'parse' | 'too_large';
 
+/** Failures that mean the engine did not answer at all (gone or frozen); the others came from an engine that answered. */
+const UNANSWERED: ReadonlySet<ScrapeFailure> = new Set(['connect', 'timeout']);
+
 /**
  * Scrapes every listed endpoint's `/metrics` on an interval (new endpoints at once) and reads
  * the engine's load with the endpoint's metric mapping. A failed scrape keeps nothing new: the
  * previous reading ages out after the stale bound and the picker falls back to the router's own
  * in-flight count — a failed scrape never reads as an idle engine.
+ *
+ * Scrapes are also the router's liveness check: each one that gets no answer (connection failed,
+ * or nothing within the timeout) counts against the endpoint — suspect after one, unavailable
+ * after `scrapeUnavailableAfter` in a row (see scrapeHealth in @llmgw/routing); any answer, even
+ * a bad one, clears the count, since the engine is evidently running.
  */
 export class EndpointScraper {
   private timer: NodeJS.Timeout | undefined;
@@ -75,6 +83,7 @@ export class EndpointScraper {
       if (state.removed) return;
       state.lastScrape = { load, at: this.clock.now() };
       state.lastScrapeError = undefined;
+      this.countFailures(state, false);
       this.onReading(state);
     } catch (error) {
       // A removed endpoint's series may already be forgotten: its failing last scrape (likely,
@@ -85,10 +94,24 @@ export class EndpointScraper {
       if (state.lastScrapeError === undefined) this.logger.warn({ replicaId: state.id, reason, err: message }, 'endpoint scrape failed');
       state.lastScrapeError = message;
       this.metrics.scrapeErrors.inc({ endpoint: state.id, reason });
+      // Requests queued for this model may now go elsewhere (or, past the last resort, be refused).
+      if (this.countFailures(state, UNANSWERED.has(reason))) this.onReading(state);
     } finally {
       state.scraping = false;
       this.metrics.scrapeDuration.observe({ engine: state.endpoint.engine }, (performance.now() - started) / 1000);
     }
+  }
+
+  /** Updates the endpoint's run of unanswered scrapes; logs and returns true when its scrape health changed. */
+  private countFailures(state: EndpointState, unanswered: boolean): boolean {
+    const before = state.scrapeHealth;
+    state.scrapeFailures = unanswered ? state.scrapeFailures + 1 : 0;
+    const after = state.scrapeHealth;
+    if (after === before) return false;
+    const fields = { replicaId: state.id, model: state.endpoint.model, from: before, to: after, failures: state.scrapeFailures };
+    if (after === 'unavailable') this.logger.warn(fields, 'endpoint unavailable: its scrapes get no answer');
+    else this.logger.info(fields, `endpoint scrape health ${after}`);
+    return true;
   }
 
   private fetchMetrics(state: EndpointState): Promise<string> {

@@ -279,7 +279,7 @@ describe('compressed snapshots', () => {
       },
     });
     const client = new RouterServiceClient(c.address, credentials.createInsecure());
-    const registry = new EndpointRegistry({ clock: new FakeClock(), breaker: { failureThreshold: 2, cooldownMs: 1_000 }, scrapeStaleAfterMs: 3_000 });
+    const registry = new EndpointRegistry({ clock: new FakeClock(), breaker: { failureThreshold: 2, cooldownMs: 1_000 }, scrapeStaleAfterMs: 3_000, scrapeUnavailableAfter: 3 });
     let invalid = 0;
     let reconnects = 0;
     const watch = new ControllerWatch(

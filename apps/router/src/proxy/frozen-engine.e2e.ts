@@ -1,0 +1,84 @@
+// An engine frozen with SIGSTOP behind a real router: the kernel still accepts connections for
+// it, but nothing answers — not /metrics, not requests. The replicas are real sim-engine
+// processes; the clients are the official openai package with a patience far below the
+// router's 300 s default first-byte timeout, so a request that waits for the frozen engine
+// fails the test.
+import OpenAI from 'openai';
+import { stopAllSpawned, waitFor } from '@llmgw/testing';
+import { afterEach, describe, expect, it } from 'vitest';
+import { sampleValue, startRouter, startSimEngine, tempDir, writeRouterConfig, type RouterUnderTest, type SimEngine } from '../test/router.harness';
+
+const dir = tempDir();
+const cleanups: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+  await stopAllSpawned();
+});
+
+const ENGINE_ARGS = ['--engine', 'vllm', '--served-model-name', 'm1', '--decode-tps', '200', '--output-tokens', '8', '--output-jitter', '0'];
+
+/** Two sim-engines (r0, r1) behind a router in static mode; `model` adds catalog fields to m1. */
+async function fleet(env: Record<string, string>, model: Record<string, unknown> = {}, engineArgs: readonly string[][] = [[], []]) {
+  const replicas: SimEngine[] = await Promise.all(engineArgs.map((extra, i) => startSimEngine([...ENGINE_ARGS, '--seed', String(i), ...extra], `sim-engine-${i}`)));
+  // A frozen process ignores SIGTERM until it runs again: wake it so it can be stopped.
+  cleanups.push(() => replicas.forEach((r) => r.proc.signal('SIGCONT')));
+  const file = writeRouterConfig(dir, {
+    models: [{ name: 'm1', engine: 'vllm', ...model }],
+    endpoints: replicas.map((r, i) => ({ id: `r${i}`, model: 'm1', url: r.url })),
+  });
+  const router = await startRouter({ LLMGW_ROUTER_CONFIG_FILE: file, ...env });
+  cleanups.push(() => router.close());
+  const client = new OpenAI({ baseURL: `${router.url}/v1`, apiKey: 'unused', maxRetries: 0, timeout: 20_000 });
+  return { replicas, router, client };
+}
+
+async function metricsText(r: RouterUnderTest): Promise<string> {
+  return (await fetch(`${r.url}/metrics`)).text();
+}
+
+const ask = (client: OpenAI, n: number) => client.chat.completions.create({ model: 'm1', messages: [{ role: 'user', content: `question ${n}` }] });
+
+describe('an engine frozen with SIGSTOP', () => {
+  it(
+    'becomes suspect, then unavailable, as its scrapes go unanswered; requests go to the other replica; SIGCONT brings it back',
+    async () => {
+      const { replicas, router, client } = await fleet({
+        LLMGW_ROUTER_SCRAPE_INTERVAL: '100ms',
+        LLMGW_ROUTER_SCRAPE_TIMEOUT: '200ms',
+        LLMGW_ROUTER_SCRAPE_UNAVAILABLE_AFTER: '3',
+      });
+      const r0 = () => router.core.endpoints.get('r0');
+      await waitFor(() => r0()?.lastScrape !== undefined && router.core.endpoints.get('r1')?.lastScrape !== undefined, {
+        deadlineMs: 10_000,
+        message: 'both replicas scraped',
+      });
+      expect(r0()?.scrapeHealth).toBe('ok');
+
+      replicas[0].proc.signal('SIGSTOP');
+      await waitFor(() => r0()?.scrapeHealth === 'unavailable', { deadlineMs: 10_000, message: 'r0 unavailable' });
+      const frozen = await metricsText(router);
+      expect(sampleValue(frozen, 'llmgw_router_scrape_health', { endpoint: 'r0', state: 'unavailable' })).toBe(1);
+      expect(sampleValue(frozen, 'llmgw_router_scrape_health', { endpoint: 'r1', state: 'ok' })).toBe(1);
+      expect(sampleValue(frozen, 'llmgw_router_scrape_errors_total', { endpoint: 'r0', reason: 'timeout' })).toBeGreaterThanOrEqual(3);
+
+      // Every request is answered, by r1: none is sent to the frozen engine.
+      const sentToR0 = r0()?.lastUsedAt;
+      const answers = await Promise.all(Array.from({ length: 8 }, (_, n) => ask(client, n)));
+      for (const a of answers) expect(a.choices[0].finish_reason).toBe('stop');
+      expect(r0()?.lastUsedAt).toBe(sentToR0);
+      expect(r0()?.inFlight).toBe(0);
+
+      replicas[0].proc.signal('SIGCONT');
+      await waitFor(() => r0()?.scrapeHealth === 'ok', { deadlineMs: 10_000, message: 'r0 back to ok' });
+      expect(sampleValue(await metricsText(router), 'llmgw_router_scrape_health', { endpoint: 'r0', state: 'ok' })).toBe(1);
+      await waitFor(
+        async () => {
+          await ask(client, 99);
+          return r0()?.lastUsedAt !== sentToR0;
+        },
+        { deadlineMs: 10_000, message: 'r0 chosen again' },
+      );
+    },
+    60_000,
+  );
+});
