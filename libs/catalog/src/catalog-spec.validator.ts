@@ -2,6 +2,7 @@ import { API_ENDPOINTS, ENGINE_KINDS, type ApiEndpoint, type EngineKind, type Me
 import { checkProfileRules, modelEndpoints, needsSingleFile } from './engine-capabilities';
 import { parseSize } from './size.parser';
 import { hostProblem, parseWeightsSource, profileEnvProblem, SOURCE_FORMS } from './source-policy';
+import { parseTimeout } from './timeout.parser';
 import { child, describe, isRecord, item, suggest, type Json } from './spec-values';
 
 /** A profile as written in a catalog document (sizes may be strings such as `80GB`). */
@@ -40,6 +41,10 @@ export interface ModelSpec {
   metrics?: MetricMappingSpec;
   /** The API endpoints the model serves; absent = those every profile serves. */
   endpoints?: ApiEndpoint[];
+  /** Deadline for a replica's first response byte, e.g. `30s`; absent = the router's default. */
+  firstByteTimeout?: string;
+  /** Deadline for silence between tokens of a response, e.g. `20s`; absent = the router's default. */
+  stallTimeout?: string;
   profiles: ProfileSpec[];
 }
 
@@ -49,7 +54,7 @@ export interface CatalogSpec {
 }
 
 const CATALOG_KEYS = ['models'] as const;
-const MODEL_KEYS = ['name', 'aliases', 'source', 'size', 'sha256', 'replicas', 'metrics', 'endpoints', 'profiles'] as const;
+const MODEL_KEYS = ['name', 'aliases', 'source', 'size', 'sha256', 'replicas', 'metrics', 'endpoints', 'firstByteTimeout', 'stallTimeout', 'profiles'] as const;
 const PROFILE_KEYS = [
   'engine',
   'gpuClass',
@@ -144,6 +149,14 @@ function checkModel(raw: unknown, path: string, problems: Problem[]): Model | un
   const replicas = checkReplicas(raw.replicas, child(path, 'replicas'), problems);
   const metrics = raw.metrics === undefined ? undefined : checkMetrics(raw.metrics, child(path, 'metrics'), problems);
   const endpoints = raw.endpoints === undefined ? undefined : checkEndpoints(raw.endpoints, child(path, 'endpoints'), problems);
+  const timeout = (field: 'firstByteTimeout' | 'stallTimeout'): number | undefined => {
+    if (raw[field] === undefined) return undefined;
+    const r = parseTimeout(raw[field]);
+    if (!r.ok) problems.push({ path: child(path, field), message: r.message });
+    return r.ok ? r.ms : undefined;
+  };
+  const firstByteTimeoutMs = timeout('firstByteTimeout');
+  const stallTimeoutMs = timeout('stallTimeout');
   const profiles: Profile[] = [];
   const profilesPath = child(path, 'profiles');
   if (raw.profiles === undefined) {
@@ -184,6 +197,8 @@ function checkModel(raw: unknown, path: string, problems: Problem[]): Model | un
     profiles,
     ...(metrics !== undefined ? { metrics } : {}),
     ...(endpoints !== undefined ? { endpoints } : {}),
+    ...(firstByteTimeoutMs !== undefined ? { firstByteTimeoutMs } : {}),
+    ...(stallTimeoutMs !== undefined ? { stallTimeoutMs } : {}),
   };
   return model;
 }

@@ -104,6 +104,8 @@ function modelToSpec(m: Model): ModelSpec {
         }
       : {}),
     ...(m.endpoints !== undefined ? { endpoints: [...m.endpoints] } : {}),
+    ...(m.firstByteTimeoutMs !== undefined ? { firstByteTimeout: `${m.firstByteTimeoutMs}ms` } : {}),
+    ...(m.stallTimeoutMs !== undefined ? { stallTimeout: `${m.stallTimeoutMs}ms` } : {}),
     profiles: m.profiles.map(profileToSpec),
   };
 }

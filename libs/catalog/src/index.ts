@@ -36,3 +36,4 @@ export {
   type SourceParse,
   type WeightsSource,
 } from './source-policy';
+export { parseTimeout, TIMEOUT_MAX_MS, TIMEOUT_MIN_MS, type TimeoutResult } from './timeout.parser';

@@ -51,4 +51,8 @@ export interface Model {
   readonly metrics?: MetricMapping;
   /** The API endpoints the model serves, as the catalog states them; absent = what every profile serves. */
   readonly endpoints?: readonly ApiEndpoint[];
+  /** Longest wait for a replica's first response byte, ms; absent = the router's default. */
+  readonly firstByteTimeoutMs?: number;
+  /** Longest silence in the middle of a response (between tokens), ms; absent = the router's default. */
+  readonly stallTimeoutMs?: number;
 }

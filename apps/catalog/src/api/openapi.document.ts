@@ -199,6 +199,8 @@ export const OPENAPI_DOCUMENT = {
           replicas: { oneOf: [{ type: 'integer', minimum: 0 }, { type: 'object', required: ['min', 'max'], properties: { min: { type: 'integer' }, max: { type: 'integer' } } }] },
           metrics: { type: 'object', properties: { running: { type: 'string' }, waiting: { type: 'string' }, kvUsage: { type: 'array', items: { type: 'string' } }, modelLabel: { type: 'string' } } },
           endpoints: { type: 'array', minItems: 1, uniqueItems: true, items: { type: 'string', enum: ['chat', 'completions', 'embeddings'] }, description: 'The OpenAI endpoints the model serves; absent: those every profile serves.' },
+          firstByteTimeout: { type: 'string', pattern: '^\\d+(ms|s|m|h)$', examples: ['30s'], description: "Deadline for a replica's first response byte (100ms to 1h); past it the router tries another replica. Absent = the router's LLMGW_ROUTER_FIRST_BYTE_TIMEOUT." },
+          stallTimeout: { type: 'string', pattern: '^\\d+(ms|s|m|h)$', examples: ['20s'], description: "Deadline for silence between tokens of a response (100ms to 1h); past it the stream ends with an error event. Absent = the router's LLMGW_ROUTER_IDLE_TIMEOUT." },
           profiles: { type: 'array', minItems: 1, items: ref('ProfileDocument') },
         },
       },

@@ -19,7 +19,10 @@ describe('RouterService.Watch, compressed and plain', () => {
     'a watcher that asks for compression and one that does not get the same revisions and endpoints',
     async () => {
       const db: TestDatabase = await sqliteBackend.create();
-      const file = catalogFile(catalogDoc([{ name: 'llama', replicas: 2 }, { name: 'qwen', replicas: 1 }]));
+      const doc = catalogDoc([{ name: 'llama', replicas: 2 }, { name: 'qwen', replicas: 1 }]);
+      // A model's own deadlines travel to routers in the catalog view; qwen leaves them to the routers.
+      Object.assign(doc.models[0] as object, { firstByteTimeout: '20s', stallTimeout: '5s' });
+      const file = catalogFile(doc);
       cleanups.push(() => db.drop(), () => file.cleanup());
       const controller: TestController = await startController({ LLMGW_DATABASE_URL: db.url, LLMGW_CONTROLLER_CATALOG_FILE: file.path, LLMGW_CONTROLLER_SETTLE: '200ms' });
       cleanups.push(() => controller.close());
@@ -51,6 +54,12 @@ describe('RouterService.Watch, compressed and plain', () => {
       expect(compressed.snapshots.filter((s) => s.revision >= from)).toEqual(plain.snapshots.filter((s) => s.revision >= from));
       expect(new Set(compressed.latest?.endpoints.map((e) => e.model))).toEqual(new Set(['llama', 'qwen']));
       expect(compressed.latest?.catalog?.models.map((m) => m.name).sort()).toEqual(['llama', 'qwen']);
+      const deadlines = (w: WatchingRouter) => w.latest?.catalog?.models.map((m) => [m.name, m.firstByteTimeoutMs, m.stallTimeoutMs]).sort();
+      expect(deadlines(compressed)).toEqual([
+        ['llama', 20_000, 5_000],
+        ['qwen', undefined, undefined],
+      ]);
+      expect(deadlines(plain)).toEqual(deadlines(compressed));
 
       const watching = controller.logs.filter((l) => l.msg === 'router watching').map((l) => [l.routerId, l.compressed]);
       expect(watching).toEqual(expect.arrayContaining([['new-router', true], ['old-router', false]]));

@@ -20,6 +20,8 @@ const model = fc.record(
     engine: fc.constantFrom('vllm' as const, 'llamacpp' as const),
     metrics: fc.record({ running: fc.string({ maxLength: 10 }), kvUsage: fc.array(fc.string({ maxLength: 10 }), { maxLength: 2 }) }, { requiredKeys: [] }),
     endpoints: fc.subarray(['chat', 'completions', 'embeddings'] as const),
+    firstByteTimeoutMs: fc.integer({ min: 100, max: 3_600_000 }),
+    stallTimeoutMs: fc.integer({ min: 100, max: 3_600_000 }),
   },
   { requiredKeys: ['name', 'aliases', 'engine', 'endpoints'] },
 );

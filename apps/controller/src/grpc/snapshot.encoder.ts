@@ -28,6 +28,8 @@ export function catalogViewToProto(c: CatalogView): pb.CatalogView {
           }
         : {}),
       endpoints: m.endpoints.map(apiEndpointToProto),
+      ...(m.firstByteTimeoutMs !== undefined ? { firstByteTimeoutMs: m.firstByteTimeoutMs } : {}),
+      ...(m.stallTimeoutMs !== undefined ? { stallTimeoutMs: m.stallTimeoutMs } : {}),
     })),
   };
 }

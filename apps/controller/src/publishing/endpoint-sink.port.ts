@@ -11,6 +11,10 @@ export interface ModelView {
   readonly metrics?: MetricMapping;
   /** The OpenAI API endpoints it serves (never empty for a valid catalog). */
   readonly endpoints: readonly ApiEndpoint[];
+  /** The model's first-byte deadline, ms; absent = each router's default. */
+  readonly firstByteTimeoutMs?: number;
+  /** The model's deadline for silence between tokens, ms; absent = each router's default. */
+  readonly stallTimeoutMs?: number;
 }
 
 /** The catalog as routers see it, at the store revision it was built from. */

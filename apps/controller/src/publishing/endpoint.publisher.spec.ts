@@ -16,6 +16,8 @@ const catalog = Catalog.create({
       size: 1,
       replicas: 1,
       metrics: { running: 'my_running' },
+      firstByteTimeout: '20s',
+      stallTimeout: '5s',
       profiles: [{ engine: 'llamacpp', args: ['--embeddings'] }],
     },
   ],
@@ -66,12 +68,12 @@ describe('buildEndpoints', () => {
 });
 
 describe('buildCatalogView', () => {
-  it('carries names, aliases, the preferred engine, a model\'s own metric mapping only, and the endpoints it serves', () => {
+  it('carries names, aliases, the preferred engine, a model\'s own metric mapping and deadlines only, and the endpoints it serves', () => {
     expect(buildCatalogView(catalog, 7)).toEqual({
       revision: 7,
       models: [
         { name: 'llama', aliases: ['l'], engine: 'vllm', endpoints: ['chat', 'completions'] },
-        { name: 'tiny', aliases: [], engine: 'llamacpp', metrics: { running: 'my_running' }, endpoints: ['embeddings'] },
+        { name: 'tiny', aliases: [], engine: 'llamacpp', metrics: { running: 'my_running' }, endpoints: ['embeddings'], firstByteTimeoutMs: 20_000, stallTimeoutMs: 5_000 },
       ],
     });
   });

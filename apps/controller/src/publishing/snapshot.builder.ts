@@ -60,8 +60,9 @@ export type EndpointMemo = WeakMap<ReplicaEntry, { readonly nodesKey: string; re
 
 /**
  * What routers need of the catalog: names, aliases, the preferred profile's engine, the model's
- * metric mapping (validated through the engine's registry; absent = engine defaults) and the
- * API endpoints it serves (explicit, or derived from its profiles: see `modelEndpoints`).
+ * metric mapping (validated through the engine's registry; absent = engine defaults), the API
+ * endpoints it serves (explicit, or derived from its profiles: see `modelEndpoints`) and its
+ * first-byte and stall deadlines (absent = the routers' defaults).
  */
 export function buildCatalogView(catalog: Catalog | undefined, revision: number): CatalogView {
   const models: ModelView[] = (catalog?.models ?? []).map((m) => {
@@ -72,6 +73,8 @@ export function buildCatalogView(catalog: Catalog | undefined, revision: number)
       engine,
       ...(m.metrics !== undefined ? { metrics: resolveMapping(engine, m.metrics) } : {}),
       endpoints: modelEndpoints(m),
+      ...(m.firstByteTimeoutMs !== undefined ? { firstByteTimeoutMs: m.firstByteTimeoutMs } : {}),
+      ...(m.stallTimeoutMs !== undefined ? { stallTimeoutMs: m.stallTimeoutMs } : {}),
     };
   });
   return { revision, models };

@@ -11,6 +11,10 @@ export interface ModelView {
   readonly metrics?: MetricMapping;
   /** The OpenAI API endpoints the model serves; absent = not said, every one is allowed. */
   readonly endpoints?: readonly ApiEndpoint[];
+  /** Longest wait for a replica's first response byte, ms; absent = LLMGW_ROUTER_FIRST_BYTE_TIMEOUT. */
+  readonly firstByteTimeoutMs?: number;
+  /** Longest silence between response bytes once the response started, ms; absent = LLMGW_ROUTER_IDLE_TIMEOUT. */
+  readonly stallTimeoutMs?: number;
 }
 
 /**

@@ -28,6 +28,11 @@ async function fleet(env: Record<string, string>, model: Record<string, unknown>
   });
   const router = await startRouter({ LLMGW_ROUTER_CONFIG_FILE: file, ...env });
   cleanups.push(() => router.close());
+  // Each replica's first scrape is in before a test freezes one (a pending one would count against it).
+  await waitFor(() => replicas.every((_, i) => router.core.endpoints.get(`r${i}`)?.lastScrape !== undefined), {
+    deadlineMs: 10_000,
+    message: 'every replica scraped',
+  });
   const client = new OpenAI({ baseURL: `${router.url}/v1`, apiKey: 'unused', maxRetries: 0, timeout: 20_000 });
   return { replicas, router, client };
 }
@@ -48,10 +53,6 @@ describe('an engine frozen with SIGSTOP', () => {
         LLMGW_ROUTER_SCRAPE_UNAVAILABLE_AFTER: '3',
       });
       const r0 = () => router.core.endpoints.get('r0');
-      await waitFor(() => r0()?.lastScrape !== undefined && router.core.endpoints.get('r1')?.lastScrape !== undefined, {
-        deadlineMs: 10_000,
-        message: 'both replicas scraped',
-      });
       expect(r0()?.scrapeHealth).toBe('ok');
 
       replicas[0].proc.signal('SIGSTOP');
@@ -78,6 +79,49 @@ describe('an engine frozen with SIGSTOP', () => {
         },
         { deadlineMs: 10_000, message: 'r0 chosen again' },
       );
+    },
+    60_000,
+  );
+
+  it(
+    "ends an attempt at the model's first-byte deadline and retries it on the other replica",
+    async () => {
+      // Scrapes are kept out of it (one an hour): the deadline alone must save these requests.
+      const { replicas, router, client } = await fleet({ LLMGW_ROUTER_SCRAPE_INTERVAL: '1h' }, { firstByteTimeout: '1s' });
+      replicas[0].proc.signal('SIGSTOP');
+
+      const answers = await Promise.all(Array.from({ length: 8 }, (_, n) => ask(client, n)));
+      for (const a of answers) expect(a.choices[0].finish_reason).toBe('stop');
+
+      // Some of them were sent to the frozen r0 first (in-flight spreads them), and went on to r1.
+      const text = await metricsText(router);
+      expect(sampleValue(text, 'llmgw_router_upstream_errors_total', { endpoint: 'r0', kind: 'timeout' })).toBeGreaterThanOrEqual(1);
+      expect(sampleValue(text, 'llmgw_router_retries_total', { model: 'm1', reason: 'timeout' })).toBe(
+        sampleValue(text, 'llmgw_router_upstream_errors_total', { endpoint: 'r0', kind: 'timeout' }),
+      );
+      expect(router.core.endpoints.get('r0')?.inFlight).toBe(0);
+    },
+    60_000,
+  );
+
+  it(
+    "ends a stream that stalls past the model's stall deadline with an OpenAI-shaped SSE error",
+    async () => {
+      // One slow replica, so the stream is surely on it when it freezes.
+      const { replicas, client } = await fleet({ LLMGW_ROUTER_SCRAPE_INTERVAL: '1h' }, { stallTimeout: '1s' }, [['--decode-tps', '20', '--output-tokens', '200']]);
+      const stream = await client.chat.completions.create({ model: 'm1', messages: [{ role: 'user', content: 'a long answer' }], stream: true });
+      let chunks = 0;
+      let error: unknown;
+      try {
+        for await (const _chunk of stream) {
+          if (++chunks === 3) replicas[0].proc.signal('SIGSTOP');
+        }
+      } catch (e) {
+        error = e;
+      }
+      expect(chunks).toBeGreaterThanOrEqual(3);
+      expect(error).toBeInstanceOf(Error);
+      expect((error as Error).message).toMatch(/stopped in the middle of the response: no data for 1000 ms/);
     },
     60_000,
   );

@@ -8,9 +8,10 @@ import type { ApiKeyAuthenticator } from '../auth/api-key.authenticator';
 import type { CatalogView } from '../endpoints/catalog.view';
 import type { EndpointRegistry } from '../endpoints/endpoint.registry';
 import type { EndpointState } from '../endpoints/endpoint.state';
+import type { ModelView } from '../endpoints/routing-snapshot';
 import type { RouterMetrics } from '../metrics/router.metrics';
 import type { ApiRequest, ApiResponse } from './api-exchange';
-import type { EngineCall, EnginePool, EngineRequestError, EngineResponseHandler } from './engine-connection.pool';
+import type { EngineCall, EngineCallTimeouts, EnginePool, EngineRequestError, EngineResponseHandler } from './engine-connection.pool';
 import { FastRequest, FastResponse } from './fast-http.frontend';
 import { joinForWrite } from './http1.syntax';
 import type { ResponseHead } from './http1-response.parser';
@@ -26,9 +27,9 @@ export interface ProxyOptions {
   readonly maxRetries: number;
   /** Longest a new TCP connection to an engine may take. */
   readonly connectTimeoutMs: number;
-  /** Longest wait for an engine's response headers once the request is sent. */
+  /** Longest wait for an engine's response headers once the request is sent; a model's `firstByteTimeoutMs` overrides it. */
   readonly firstByteTimeoutMs: number;
-  /** Longest silence from an engine in the middle of a response. */
+  /** Longest silence from an engine in the middle of a response (the stall deadline); a model's `stallTimeoutMs` overrides it. */
   readonly idleTimeoutMs: number;
 }
 
@@ -110,6 +111,8 @@ class Attempt implements EngineResponseHandler {
 /** One client request, from arrival to the end of its response. */
 class Exchange {
   model = '';
+  /** The model's deadlines (its catalog values, else the router's). */
+  timeouts: EngineCallTimeouts | undefined;
   body: Buffer = EMPTY;
   /** Request header lines forwarded to the engine, ending with Content-Length and the blank line. */
   headerBlock: string | undefined;
@@ -179,6 +182,8 @@ type UpstreamFailure = 'connect' | 'reset' | 'timeout' | 'status_5xx' | 'stream_
 export class ProxyHandler {
   private readonly debug: boolean;
   private readonly modelLists = new WeakMap<CatalogView, Buffer>();
+  private readonly defaultTimeouts: EngineCallTimeouts;
+  private readonly modelTimeouts = new WeakMap<ModelView, EngineCallTimeouts>();
 
   constructor(
     private readonly registry: EndpointRegistry,
@@ -191,6 +196,7 @@ export class ProxyHandler {
     private readonly options: ProxyOptions,
   ) {
     this.debug = logger.isLevelEnabled('debug');
+    this.defaultTimeouts = { firstByteMs: options.firstByteTimeoutMs, idleMs: options.idleTimeoutMs };
   }
 
   /** False when API keys are on and `authorization` (the header's value) carries no valid one: such a request is refused with 401 unread. */
@@ -333,6 +339,7 @@ export class ProxyHandler {
       );
       return;
     }
+    ex.timeouts = this.timeoutsOf(model);
     ex.body = body;
     const admission = this.admission.admit(model.name);
     if (admission instanceof Waiter) {
@@ -341,6 +348,17 @@ export class ProxyHandler {
       return;
     }
     this.onAdmission(ex, admission);
+  }
+
+  /** A model's deadlines: its own where the catalog sets them, else the router's; one object per catalog model. */
+  private timeoutsOf(model: ModelView): EngineCallTimeouts {
+    if (model.firstByteTimeoutMs === undefined && model.stallTimeoutMs === undefined) return this.defaultTimeouts;
+    let t = this.modelTimeouts.get(model);
+    if (t === undefined) {
+      t = { firstByteMs: model.firstByteTimeoutMs ?? this.defaultTimeouts.firstByteMs, idleMs: model.stallTimeoutMs ?? this.defaultTimeouts.idleMs };
+      this.modelTimeouts.set(model, t);
+    }
+    return t;
   }
 
   private onAdmission(ex: Exchange, admission: Admission): void {
@@ -371,7 +389,7 @@ export class ProxyHandler {
     const head = `POST ${t.basePath}${ex.req.url ?? '/'} HTTP/1.1\r\nhost: ${t.host}\r\n${ex.headerBlock}`;
     const attempt = new Attempt(this, ex, state);
     ex.current = attempt;
-    attempt.call = this.pool.request(t, joinForWrite(head, ex.body), attempt, { firstByteMs: this.options.firstByteTimeoutMs, idleMs: this.options.idleTimeoutMs });
+    attempt.call = this.pool.request(t, joinForWrite(head, ex.body), attempt, ex.timeouts ?? this.defaultTimeouts);
   }
 
   /** The client's header lines as received (the parser has validated them), minus hop-by-hop ones and the router's key. */

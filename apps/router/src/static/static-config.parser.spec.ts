@@ -9,6 +9,8 @@ describe('parseStaticConfig', () => {
         '  - name: llama',
         '    aliases: [llama3, l3]',
         '    engine: vllm',
+        '    firstByteTimeout: 30s',
+        '    stallTimeout: 500ms',
         '  - name: tiny',
         '    metrics: { running: "llamacpp:requests_processing" }',
         '    endpoints: [embeddings]',
@@ -21,7 +23,7 @@ describe('parseStaticConfig', () => {
     expect(snapshot).toEqual({
       revision: 1,
       models: [
-        { name: 'llama', aliases: ['llama3', 'l3'], engine: 'vllm', metrics: undefined },
+        { name: 'llama', aliases: ['llama3', 'l3'], engine: 'vllm', metrics: undefined, firstByteTimeoutMs: 30_000, stallTimeoutMs: 500 },
         { name: 'tiny', aliases: [], engine: undefined, metrics: { running: 'llamacpp:requests_processing' }, endpoints: ['embeddings'] },
       ],
       endpoints: [
@@ -41,7 +43,7 @@ describe('parseStaticConfig', () => {
       'models:',
       '  - { name: a, aliases: [b], engine: vllm }',
       '  - { name: b, engine: vllm, metrics: { running: "not a name" } }',
-      '  - { name: c }',
+      '  - { name: c, firstByteTimeout: 30, stallTimeout: 2h }',
       'endpoints:',
       '  - { id: x, model: b-alias, url: "http://h:1" }',
       '  - { id: x, model: a, url: "https://h:2" }',
@@ -49,9 +51,11 @@ describe('parseStaticConfig', () => {
     ].join('\n');
     expect(() => parseStaticConfig(text, 'router.yaml')).toThrow(
       [
-        'router config file router.yaml: 7 problem(s):',
+        'router config file router.yaml: 9 problem(s):',
         "  models[1].name: 'b' is already used by models[0].aliases[0]",
         '  models[1].metrics.running: not a metric name: "not a name"',
+        '  models[2].firstByteTimeout: must be a duration such as "500ms", "30s", "5m" or "1h" (got 30)',
+        '  models[2].stallTimeout: must be between 100ms and 1h (got "2h")',
         "  endpoints[0].model: 'b-alias' is not a model listed under models (by its name, not an alias)",
         '  endpoints[1].url: only http:// engine URLs are supported, got "https://h:2"',
         "  endpoints[1].id: 'x' is used twice",

@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { parseTimeout } from '@llmgw/catalog';
 import { API_ENDPOINTS, ENGINE_KINDS, type Endpoint, type EngineKind, type MetricMapping } from '@llmgw/domain';
 import { mappingProblems } from '@llmgw/metrics-mappings';
 import { parse as parseYaml } from 'yaml';
@@ -30,6 +31,9 @@ const fileSchema = z
               .min(1)
               .refine((list) => new Set(list).size === list.length, 'lists an endpoint twice')
               .optional(),
+            /** Same syntax and bounds as the catalog's: `500ms`, `30s`, `5m`, `1h`. */
+            firstByteTimeout: z.unknown().optional(),
+            stallTimeout: z.unknown().optional(),
           })
           .strict(),
       )
@@ -54,7 +58,7 @@ const fileSchema = z
 /**
  * Reads the router's static configuration (YAML or JSON) and turns it into a snapshot:
  * `models` (name, aliases, engine, metric mapping override, the API endpoints it serves: absent =
- * all) and `endpoints` (id, model, url,
+ * all, first-byte and stall deadlines) and `endpoints` (id, model, url,
  * engine, node). This is the supported mode without a controller: it must resolve models and
  * aliases on its own. Throws one error listing every problem with its path.
  */
@@ -95,7 +99,17 @@ export function parseStaticConfig(text: string, source: string): RoutingSnapshot
     }
     const metrics = m.metrics as MetricMapping | undefined;
     if (metrics) for (const p of mappingProblems(metrics, `models[${i}].metrics`)) problems.push(`${p.path}: ${p.message}`);
-    models.push({ name: m.name, aliases: m.aliases, engine: m.engine, metrics, ...(m.endpoints !== undefined ? { endpoints: m.endpoints } : {}) });
+    const timeouts: { firstByteTimeoutMs?: number; stallTimeoutMs?: number } = {};
+    for (const [field, key] of [
+      ['firstByteTimeout', 'firstByteTimeoutMs'],
+      ['stallTimeout', 'stallTimeoutMs'],
+    ] as const) {
+      if (m[field] === undefined) continue;
+      const r = parseTimeout(m[field]);
+      if (r.ok) timeouts[key] = r.ms;
+      else problems.push(`models[${i}].${field}: ${r.message}`);
+    }
+    models.push({ name: m.name, aliases: m.aliases, engine: m.engine, metrics, ...(m.endpoints !== undefined ? { endpoints: m.endpoints } : {}), ...timeouts });
   });
   const byName = new Map(models.map((m) => [m.name, m]));
   const ids = new Set<string>();

@@ -21,7 +21,7 @@ describe('snapshotFromProto', () => {
             endpoints: [ApiEndpoint.API_ENDPOINT_CHAT, ApiEndpoint.API_ENDPOINT_COMPLETIONS],
           },
           // An older controller says nothing about endpoints; a newer one may name one this build does not know.
-          { name: 'n', aliases: [], engine: EngineKind.ENGINE_KIND_VLLM, metrics: { kvUsage: [] }, endpoints: [] },
+          { name: 'n', aliases: [], engine: EngineKind.ENGINE_KIND_VLLM, metrics: { kvUsage: [] }, endpoints: [], firstByteTimeoutMs: 30_000, stallTimeoutMs: 0 },
           { name: 'o', aliases: [], engine: EngineKind.ENGINE_KIND_VLLM, endpoints: [ApiEndpoint.API_ENDPOINT_EMBEDDINGS, 99 as ApiEndpoint] },
         ],
       },
@@ -32,7 +32,7 @@ describe('snapshotFromProto', () => {
         endpoints: [{ replicaId: 'r1', model: 'm', url: 'http://h:1', engine: 'vllm', nodeId: 'n1', suspect: true }],
         models: [
           { name: 'm', aliases: ['a'], engine: 'llamacpp', metrics: { running: 'x:run' }, endpoints: ['chat', 'completions'] },
-          { name: 'n', aliases: [], engine: 'vllm', metrics: undefined, endpoints: undefined },
+          { name: 'n', aliases: [], engine: 'vllm', metrics: undefined, endpoints: undefined, firstByteTimeoutMs: 30_000 },
           { name: 'o', aliases: [], engine: 'vllm', metrics: undefined, endpoints: ['embeddings'] },
         ],
       },

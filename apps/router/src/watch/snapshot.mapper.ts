@@ -78,6 +78,9 @@ export function snapshotFromProto(s: EndpointSnapshot): MappedSnapshot {
     engine: engineFromProto(m.engine),
     metrics: mappingFromProto(m.metrics),
     endpoints: endpointsFromProto(m.endpoints),
+    // 0 is not a deadline: a controller that sends it is treated as having sent none.
+    ...(m.firstByteTimeoutMs ? { firstByteTimeoutMs: m.firstByteTimeoutMs } : {}),
+    ...(m.stallTimeoutMs ? { stallTimeoutMs: m.stallTimeoutMs } : {}),
   }));
   return { snapshot: { revision: s.revision, endpoints, models }, dropped };
 }

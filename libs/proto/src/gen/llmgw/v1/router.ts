@@ -148,6 +148,12 @@ export interface ModelView {
    * profiles' engines and flags). Empty = not said (an older controller): the router allows all.
    */
   endpoints: ApiEndpoint[];
+  /** Longest wait for a replica's first response byte, ms; unset = the router's default. */
+  firstByteTimeoutMs?:
+    | number
+    | undefined;
+  /** Longest silence between response bytes once a response started, ms; unset = the router's default. */
+  stallTimeoutMs?: number | undefined;
 }
 
 /**
@@ -798,7 +804,15 @@ export const CatalogView: MessageFns<CatalogView> = {
 };
 
 function createBaseModelView(): ModelView {
-  return { name: "", aliases: [], engine: 0, metrics: undefined, endpoints: [] };
+  return {
+    name: "",
+    aliases: [],
+    engine: 0,
+    metrics: undefined,
+    endpoints: [],
+    firstByteTimeoutMs: undefined,
+    stallTimeoutMs: undefined,
+  };
 }
 
 export const ModelView: MessageFns<ModelView> = {
@@ -821,6 +835,12 @@ export const ModelView: MessageFns<ModelView> = {
         writer.int32(v);
       }
       writer.join();
+    }
+    if (message.firstByteTimeoutMs !== undefined) {
+      writer.uint32(48).uint32(message.firstByteTimeoutMs);
+    }
+    if (message.stallTimeoutMs !== undefined) {
+      writer.uint32(56).uint32(message.stallTimeoutMs);
     }
     return writer;
   },
@@ -888,6 +908,22 @@ export const ModelView: MessageFns<ModelView> = {
 
             break;
           }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.firstByteTimeoutMs = reader.uint32();
+            continue;
+          }
+          case 7: {
+            if (tag !== 56) {
+              break;
+            }
+
+            message.stallTimeoutMs = reader.uint32();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -909,6 +945,16 @@ export const ModelView: MessageFns<ModelView> = {
       endpoints: globalThis.Array.isArray(object?.endpoints)
         ? object.endpoints.map((e: any) => apiEndpointFromJSON(e))
         : [],
+      firstByteTimeoutMs: isSet(object.firstByteTimeoutMs)
+        ? globalThis.Number(object.firstByteTimeoutMs)
+        : isSet(object.first_byte_timeout_ms)
+        ? globalThis.Number(object.first_byte_timeout_ms)
+        : undefined,
+      stallTimeoutMs: isSet(object.stallTimeoutMs)
+        ? globalThis.Number(object.stallTimeoutMs)
+        : isSet(object.stall_timeout_ms)
+        ? globalThis.Number(object.stall_timeout_ms)
+        : undefined,
     };
   },
 
@@ -929,6 +975,12 @@ export const ModelView: MessageFns<ModelView> = {
     if (message.endpoints?.length) {
       obj.endpoints = message.endpoints.map((e) => apiEndpointToJSON(e));
     }
+    if (message.firstByteTimeoutMs !== undefined) {
+      obj.firstByteTimeoutMs = Math.round(message.firstByteTimeoutMs);
+    }
+    if (message.stallTimeoutMs !== undefined) {
+      obj.stallTimeoutMs = Math.round(message.stallTimeoutMs);
+    }
     return obj;
   },
 
@@ -944,6 +996,8 @@ export const ModelView: MessageFns<ModelView> = {
       ? MetricMapping.fromPartial(object.metrics)
       : undefined;
     message.endpoints = object.endpoints?.map((e) => e) || [];
+    message.firstByteTimeoutMs = object.firstByteTimeoutMs ?? undefined;
+    message.stallTimeoutMs = object.stallTimeoutMs ?? undefined;
     return message;
   },
 };
