@@ -18,11 +18,11 @@ describe('parseArgs', () => {
     const c = config([
       '--engine', 'vllm', '--port', '0', '--served-model-name', 'm', '--max-running', '4', '--prefill-tps', '2e4', '--decode-tps=30',
       '--kv-capacity-tokens', '4096', '--prefix-cache', '--seed', '7', '--output-tokens', '12', '--load-seconds', '1.5', '--slow-start', '0.5',
-      '--error-rate', '0.25', '--crash-after', '3', '--hang', '--fail-mid-stream-after', '5', '--api-key', 'k',
+      '--error-rate', '0.25', '--crash-after', '3', '--hang', '--fail-mid-stream-after', '5', '--fail-before-content', '--api-key', 'k',
     ]);
     expect(c).toMatchObject({
       engine: 'vllm', port: 0, servedModelNames: ['m'], maxRunning: 4, prefillTps: 20000, decodeTps: 30, kvCapacityTokens: 4096, maxModelLen: 4096,
-      prefixCaching: true, seed: 7, outputTokens: 12, loadSeconds: 2, errorRate: 0.25, crashAfter: 3, hang: true, failMidStreamAfter: 5, apiKey: 'k', metrics: true,
+      prefixCaching: true, seed: 7, outputTokens: 12, loadSeconds: 2, errorRate: 0.25, crashAfter: 3, hang: true, failMidStreamAfter: 5, failBeforeContent: true, apiKey: 'k', metrics: true,
     });
   });
 

@@ -39,6 +39,8 @@ export interface SimConfig {
   crashAfter?: number;
   hang: boolean;
   failMidStreamAfter?: number;
+  /** Streamed responses send their head (and, for chat, the role-only chunk), then the connection is closed before the first token. */
+  failBeforeContent: boolean;
   apiKey?: string;
 }
 
@@ -78,6 +80,7 @@ interface RawOptions {
   crashAfter?: number;
   hang?: boolean;
   failMidStreamAfter?: number;
+  failBeforeContent?: boolean;
   apiKey?: string;
 }
 
@@ -140,6 +143,7 @@ const FLAGS: Record<string, FlagSpec> = {
   '--crash-after': v('crashAfter', 'int'),
   '--hang': b('hang'),
   '--fail-mid-stream-after': v('failMidStreamAfter', 'int'),
+  '--fail-before-content': b('failBeforeContent'),
   '--api-key': v('apiKey', 'string'),
   '--help': { kind: 'help' },
   '-h': { kind: 'help' },
@@ -354,6 +358,7 @@ export function parseArgs(argv: readonly string[]): ParseResult {
     crashAfter: raw.crashAfter,
     hang: raw.hang ?? false,
     failMidStreamAfter: raw.failMidStreamAfter,
+    failBeforeContent: raw.failBeforeContent ?? false,
     apiKey: raw.apiKey,
   };
 
@@ -413,6 +418,6 @@ modelled scheduler. Prints "sim-engine listening on http://HOST:PORT" once bound
   --seed N --output-tokens N --output-jitter F --embedding-dim N
   --load-seconds S --slow-start S
   --metrics --kv-metric        llama.cpp metrics switches; --legacy-kv-metric for vLLM
-  --error-rate F --crash-after N --hang --fail-mid-stream-after N   fault knobs
+  --error-rate F --crash-after N --hang --fail-mid-stream-after N --fail-before-content   fault knobs
   --api-key KEY                require "Authorization: Bearer KEY" on /v1/*
 `;

@@ -294,4 +294,21 @@ describe('fault knobs', () => {
     const events = sseEvents(received);
     expect(events.map((e) => JSON.parse(e).choices[0].delta)).toEqual([{ role: 'assistant', content: '' }, { content: expect.any(String) }, { content: expect.any(String) }, { content: expect.any(String) }]);
   });
+
+  it('--fail-before-content sends the head and the role-only chunk, then drops the connection', async () => {
+    const { url } = await start([...FAST, '--fail-before-content']);
+    const res = await fetch(`${url}/v1/chat/completions`, { method: 'POST', body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'x' }], stream: true }) });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toMatch(/^text\/event-stream/);
+    const reader = res.body!.getReader();
+    let received = '';
+    let failure: unknown;
+    try {
+      for (let r = await reader.read(); !r.done; r = await reader.read()) received += Buffer.from(r.value).toString('utf8');
+    } catch (err) {
+      failure = err;
+    }
+    expect(failure).toBeDefined();
+    expect(sseEvents(received).map((e) => JSON.parse(e).choices[0].delta)).toEqual([{ role: 'assistant', content: '' }]);
+  });
 });

@@ -408,6 +408,16 @@ export class SimEngineServer {
         {
           onToken: (index) => {
             if (finished) return;
+            if (request.stream && this.config.failBeforeContent) {
+              // The head and the role-only chunk go out, then the engine "dies" before any content.
+              if (chat) write(sse(chatRoleChunk(head, run.index)));
+              else res.flushHeaders();
+              abort();
+              res.uncork();
+              if (res.socket) res.socket.end();
+              else res.destroy();
+              return;
+            }
             const piece = outputTokenText(index, run.rng.next());
             run.text.push(piece);
             if (request.stream) {

@@ -85,4 +85,10 @@ describe('routerConfigSchema', () => {
     expect(() => loadConfig(routerConfigSchema, { LLMGW_ROUTER_SCRAPE_TIMEOUT: '5m' })).toThrow(/LLMGW_ROUTER_SCRAPE_TIMEOUT.*at most 60000 ms/);
     expect(() => loadConfig(routerConfigSchema, { LLMGW_ROUTER_SCRAPE_UNAVAILABLE_AFTER: '0' })).toThrow(/LLMGW_ROUTER_SCRAPE_UNAVAILABLE_AFTER/);
   });
+
+  it('bounds how long a streamed head is held for its first content (0 = never)', () => {
+    expect(loadConfig(routerConfigSchema, {}).proxy.holdUntilContentMs).toBe(2_000);
+    expect(loadConfig(routerConfigSchema, { LLMGW_ROUTER_HOLD_UNTIL_CONTENT: '0' }).proxy.holdUntilContentMs).toBe(0);
+    expect(() => loadConfig(routerConfigSchema, { LLMGW_ROUTER_HOLD_UNTIL_CONTENT: '1m' })).toThrow(/LLMGW_ROUTER_HOLD_UNTIL_CONTENT.*at most 30000 ms/);
+  });
 });

@@ -126,3 +126,35 @@ describe('an engine frozen with SIGSTOP', () => {
     60_000,
   );
 });
+
+describe('an engine that dies after its response head, before its first content', () => {
+  it(
+    'is retried on another replica: the client sees one whole stream, never the dead one',
+    async () => {
+      const { router, client } = await fleet({ LLMGW_ROUTER_SCRAPE_INTERVAL: '1h', LLMGW_ROUTER_BREAKER_FAILURES: '100' }, {}, [['--fail-before-content'], []]);
+      const streams = await Promise.all(
+        Array.from({ length: 8 }, async (_, n) => {
+          const stream = await client.chat.completions.create({ model: 'm1', messages: [{ role: 'user', content: `stream ${n}` }], stream: true });
+          let content = '';
+          let finish: string | null | undefined;
+          for await (const chunk of stream) {
+            content += chunk.choices[0]?.delta.content ?? '';
+            finish = chunk.choices[0]?.finish_reason ?? finish;
+          }
+          return { content, finish };
+        }),
+      );
+      for (const s of streams) {
+        expect(s.finish).toBe('stop');
+        expect(s.content).not.toBe('');
+      }
+      const text = await metricsText(router);
+      // Those first sent to r0 got its head and role chunk, then a closed connection, and went on to r1.
+      const reset = sampleValue(text, 'llmgw_router_upstream_errors_total', { endpoint: 'r0', kind: 'reset' }) ?? 0;
+      expect(reset).toBeGreaterThanOrEqual(1);
+      expect(sampleValue(text, 'llmgw_router_retries_total', { model: 'm1', reason: 'reset' })).toBe(reset);
+      expect(sampleValue(text, 'llmgw_router_stream_errors_total', { model: 'm1' })).toBeUndefined();
+    },
+    60_000,
+  );
+});

@@ -502,6 +502,43 @@ describe('circuit breaker and retries', () => {
   });
 });
 
+describe('a streamed head held until the first content', () => {
+  const role = 'data: {"id":"1","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}\n\n';
+  const content = 'data: {"id":"1","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"a"},"finish_reason":null}]}\n\ndata: [DONE]\n\n';
+
+  it('answers 502 in the OpenAI shape, not a broken 200 stream, when the only engine dies after its head and role chunk', async () => {
+    const u = await upstream({
+      respond: (_req, res) => {
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        res.write(role, () => res.destroy());
+      },
+    });
+    const r = await router([{ id: 'a', url: u.url }]);
+    const res = await postJson(`${r.url}/v1/chat/completions`, chat('m1', { stream: true }));
+    expect(res.status).toBe(502);
+    expect(res.json).toEqual({ error: { message: expect.stringMatching(/failed before answering/), type: expect.any(String), param: null, code: expect.any(String) } });
+    expect(sampleValue(await metricsText(r), 'llmgw_router_stream_errors_total', { model: 'm1' })).toBeUndefined();
+  });
+
+  it('sends the head and role chunk on when no content comes within the hold bound, then streams the rest untouched', async () => {
+    let go: (() => void) | undefined;
+    const u = await upstream({
+      respond: (_req, res) => {
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        res.write(role);
+        go = () => res.end(content);
+      },
+    });
+    const r = await router([{ id: 'a', url: u.url }], { LLMGW_ROUTER_HOLD_UNTIL_CONTENT: '200ms' });
+    // The engine sends nothing more until the client has the head: only the bound can release it.
+    const res = await fetch(`${r.url}/v1/chat/completions`, { method: 'POST', body: JSON.stringify(chat('m1', { stream: true })) });
+    expect(res.status).toBe(200);
+    expect(go).toBeDefined();
+    go?.();
+    expect(await res.text()).toBe(role + content);
+  });
+});
+
 describe('after the first byte', () => {
   const twoEvents = 'data: {"id":"1","choices":[{"index":0,"delta":{"content":"a"}}]}\n\ndata: {"id":"1","choices":[{"index":0,"delta":{"content":"b"}}]}\n\n';
 

@@ -16,6 +16,7 @@ import { FastRequest, FastResponse } from './fast-http.frontend';
 import { joinForWrite } from './http1.syntax';
 import type { ResponseHead } from './http1-response.parser';
 import { scanRequestBody } from './request-body.scanner';
+import { onlyPreamble } from './sse-preamble';
 
 /** Proxy settings; sizes in bytes, times in milliseconds. */
 export interface ProxyOptions {
@@ -31,6 +32,12 @@ export interface ProxyOptions {
   readonly firstByteTimeoutMs: number;
   /** Longest silence from an engine in the middle of a response (the stall deadline); a model's `stallTimeoutMs` overrides it. */
   readonly idleTimeoutMs: number;
+  /**
+   * How long a 200 SSE response's head and role-only chunks are held back waiting for the first
+   * content, so that an engine dying in between is retried like any failure before the first
+   * byte; past it they are sent anyway. 0 = never hold.
+   */
+  readonly holdUntilContentMs: number;
 }
 
 type RouteName = ApiEndpoint | 'models';
@@ -62,11 +69,26 @@ const DROP_RESPONSE = new Set(['connection', 'keep-alive', 'proxy-connection', '
 /** Also dropped from an engine's error answer, whose body the router rewrites. */
 const DROP_ERROR_RESPONSE = new Set([...DROP_RESPONSE, 'content-type', 'content-length', 'content-encoding']);
 
+/** Largest preamble held back before the response is sent on anyway. */
+const MAX_HELD_BYTES = 64 * 1024;
+
+/** A response head and the preamble pieces held back until the first content (see ProxyOptions.holdUntilContentMs). */
+interface HeldResponse {
+  readonly status: number;
+  readonly headers: string[];
+  readonly pieces: Buffer[];
+  bytes: number;
+  timer: NodeJS.Timeout | undefined;
+}
+
 /** One attempt at one endpoint: receives the engine's response for the exchange. */
 class Attempt implements EngineResponseHandler {
   call: EngineCall | undefined;
   settled = false;
+  /** The response to the client has started (its head is written); from here a failure cuts it instead of retrying. */
   responded = false;
+  /** Set while the head is held back waiting for the first content. */
+  held: HeldResponse | undefined;
 
   constructor(
     private readonly proxy: ProxyHandler,
@@ -421,14 +443,18 @@ export class ProxyHandler {
         return;
       }
     }
-    at.responded = true;
     ex.status = status;
-    this.metrics.timeToFirstByte.observe([ex.model], (performance.now() - ex.start) / 1000);
+    ex.sse = false;
+    ex.fixedLength = false;
+    ex.expectedBytes = -1;
     const raw = head.rawHeaders;
     const headers: string[] = [];
     if (status < 200 || status >= 300) {
       // An engine's error: held whole (bounded) and answered in the OpenAI shape at its end.
       for (let i = 0; i < raw.length; i += 2) if (!DROP_ERROR_RESPONSE.has(raw[i].toLowerCase())) headers.push(raw[i], raw[i + 1]);
+      // The engine has answered: a break from here on ends with what it said, never a retry.
+      at.responded = true;
+      this.metrics.timeToFirstByte.observe([ex.model], (performance.now() - ex.start) / 1000);
       ex.engineError = { headers, pieces: [], bytes: 0 };
       return;
     }
@@ -447,12 +473,50 @@ export class ProxyHandler {
       }
       headers.push(raw[i], raw[i + 1]);
     }
-    ex.res.writeHead(status, headers);
+    const holdMs = this.options.holdUntilContentMs;
+    if (status === 200 && ex.sse && !ex.fixedLength && holdMs > 0 && !ex.clientGone) {
+      // 1. Hold the head until the first content: an engine dying before it is then retried elsewhere.
+      const held: HeldResponse = { status, headers, pieces: [], bytes: 0, timer: undefined };
+      held.timer = setTimeout(() => this.step(ex, () => this.release(at)), holdMs);
+      at.held = held;
+      return;
+    }
+    this.respond(at, status, headers);
+  }
+
+  /** Starts the client's response: from here a failure cuts it rather than retrying. */
+  private respond(at: Attempt, status: number, headers: string[]): void {
+    at.responded = true;
+    this.metrics.timeToFirstByte.observe([at.ex.model], (performance.now() - at.ex.start) / 1000);
+    at.ex.res.writeHead(status, headers);
+  }
+
+  /** Sends a held head and its preamble on (first content, end of response, or the hold bound). */
+  private release(at: Attempt): void {
+    const held = at.held;
+    if (held === undefined || at.settled) return;
+    at.held = undefined;
+    clearTimeout(held.timer);
+    this.respond(at, held.status, held.headers);
+    if (held.bytes > 0) this.forward(at, held.pieces.length === 1 ? held.pieces[0] : Buffer.concat(held.pieces, held.bytes));
   }
 
   /** @internal */
   onBody(at: Attempt, piece: Buffer): void {
     if (at.settled) return;
+    const held = at.held;
+    if (held === undefined) {
+      this.forward(at, piece);
+      return;
+    }
+    // 2. Held: keep the pieces while they are only preamble; let go at the first content.
+    held.pieces.push(piece);
+    held.bytes += piece.length;
+    if (held.bytes > MAX_HELD_BYTES || !onlyPreamble(Buffer.concat(held.pieces, held.bytes).toString('utf8'))) this.release(at);
+  }
+
+  /** Passes a body piece to the client as it is, with backpressure. */
+  private forward(at: Attempt, piece: Buffer): void {
     const ex = at.ex;
     const held = ex.engineError;
     if (held !== undefined) {
@@ -481,6 +545,8 @@ export class ProxyHandler {
   /** @internal */
   onEnd(at: Attempt): void {
     if (at.settled) return;
+    // A complete response that was all preamble is still a response.
+    this.release(at);
     const ex = at.ex;
     const failed = ex.status >= 500;
     this.settle(at, failed ? 'failure' : 'success', failed ? 'status_5xx' : undefined);
@@ -579,6 +645,10 @@ export class ProxyHandler {
   private settle(at: Attempt, outcome: 'success' | 'failure' | 'abandoned', failure?: UpstreamFailure): void {
     if (at.settled) return;
     at.settled = true;
+    if (at.held !== undefined) {
+      clearTimeout(at.held.timer);
+      at.held = undefined;
+    }
     // Counted first: releasing a removed endpoint's last request forgets its series.
     if (failure !== undefined) this.metrics.upstreamErrors.inc({ endpoint: at.state.id, kind: failure });
     at.state.release(outcome);
