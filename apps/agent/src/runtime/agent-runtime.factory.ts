@@ -93,6 +93,7 @@ export function createAgentRuntime(options: CreateAgentRuntimeOptions): CreatedA
       stableAfterMs: 10 * 60_000,
       stopGraceMs: o.stopGraceMs,
       livenessPollMs: 1_000,
+      liveness: o.liveness,
       logDir: join(o.stateDir, 'logs'),
       logRotation: { maxBytes: o.logMaxBytes, files: o.logFiles },
       engineEnv,

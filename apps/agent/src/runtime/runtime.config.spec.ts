@@ -114,6 +114,16 @@ describe('agent runtime settings', () => {
     expect(loadConfig(agentConfigSchema, { HF_ENDPOINT: 'http://127.0.0.1:9000', LLMGW_AGENT_SOURCE_ALLOW_NETS: '127.0.0.1/32' }).runtime.hfEndpoint).toBe('http://127.0.0.1:9000');
   });
 
+  it('checks ready engines every 5s by default, and refuses a check with no time or no failure to count', () => {
+    expect(loadConfig(agentConfigSchema, {}).runtime.liveness).toEqual({ intervalMs: 5_000, timeoutMs: 3_000, failures: 3 });
+    expect(
+      loadConfig(agentConfigSchema, { LLMGW_AGENT_LIVENESS_INTERVAL: '1s', LLMGW_AGENT_LIVENESS_TIMEOUT: '500ms', LLMGW_AGENT_LIVENESS_FAILURES: '5' }).runtime.liveness,
+    ).toEqual({ intervalMs: 1_000, timeoutMs: 500, failures: 5 });
+    expect(() => loadConfig(agentConfigSchema, { LLMGW_AGENT_LIVENESS_INTERVAL: '0' })).toThrow(/LLMGW_AGENT_LIVENESS_INTERVAL.*at least 1ms/);
+    expect(() => loadConfig(agentConfigSchema, { LLMGW_AGENT_LIVENESS_TIMEOUT: '0' })).toThrow(/LLMGW_AGENT_LIVENESS_TIMEOUT.*at least 1ms/);
+    expect(() => loadConfig(agentConfigSchema, { LLMGW_AGENT_LIVENESS_FAILURES: '0' })).toThrow(/LLMGW_AGENT_LIVENESS_FAILURES/);
+  });
+
   it('refuses bounds that contradict each other', () => {
     expect(() => loadConfig(agentConfigSchema, { LLMGW_AGENT_RECONNECT_MIN: '10s', LLMGW_AGENT_RECONNECT_MAX: '1s' })).toThrow(/LLMGW_AGENT_RECONNECT_MAX.*must not be shorter/);
     expect(() => loadConfig(agentConfigSchema, { LLMGW_AGENT_RESTART_BACKOFF: '0' })).toThrow(/LLMGW_AGENT_RESTART_BACKOFF.*at least 1ms/);

@@ -101,6 +101,12 @@ export const AGENT_RUNTIME_ENV = {
   LLMGW_AGENT_RESTART_BACKOFF_MAX: env.duration({ default: '5m' }),
   /** SIGTERM-to-SIGKILL grace when the controller names none; default 30s. */
   LLMGW_AGENT_STOP_GRACE: env.duration({ default: '30s' }),
+  /** How often a ready engine's health endpoint is checked; default 5s. */
+  LLMGW_AGENT_LIVENESS_INTERVAL: env.duration({ default: '5s' }),
+  /** A health check with no 200 within this long fails; default 3s. */
+  LLMGW_AGENT_LIVENESS_TIMEOUT: env.duration({ default: '3s' }),
+  /** Failed health checks in a row after which a ready engine is reported not ready and restarted; default 3. */
+  LLMGW_AGENT_LIVENESS_FAILURES: env.integer(1, 100, { default: 3 }),
   /** Engine log size bound: bytes per file and files kept (live + rotated). */
   LLMGW_AGENT_LOG_MAX_BYTES: env.integer(4096, Number.MAX_SAFE_INTEGER, { default: 50 * 1024 * 1024 }),
   LLMGW_AGENT_LOG_FILES: env.integer(1, 100, { default: 5 }),
@@ -143,6 +149,8 @@ export function runtimeEnvProblems(e: DeepReadonly<RuntimeEnv>): [string, string
   if (hfIp && hfRange !== undefined && !e.LLMGW_AGENT_SOURCE_ALLOW_NETS.some((n) => inNetwork(hfIp, n as IpNetwork))) {
     problems.push(['HF_ENDPOINT', `${hfHost} is in a refused range (${hfRange}); list its network in LLMGW_AGENT_SOURCE_ALLOW_NETS to fetch from it`]);
   }
+  if (e.LLMGW_AGENT_LIVENESS_INTERVAL < 1) problems.push(['LLMGW_AGENT_LIVENESS_INTERVAL', 'must be at least 1ms']);
+  if (e.LLMGW_AGENT_LIVENESS_TIMEOUT < 1) problems.push(['LLMGW_AGENT_LIVENESS_TIMEOUT', 'must be at least 1ms']);
   return problems;
 }
 
@@ -164,6 +172,8 @@ export interface RuntimeOptions {
   readonly restartBackoffMs: number;
   readonly restartBackoffMaxMs: number;
   readonly stopGraceMs: number;
+  /** Health checks of ready engines (see SupervisionSettings.liveness). */
+  readonly liveness: { readonly intervalMs: number; readonly timeoutMs: number; readonly failures: number };
   readonly logMaxBytes: number;
   readonly logFiles: number;
   readonly fetchAttempts: number;
@@ -192,6 +202,7 @@ export function runtimeOptions(e: DeepReadonly<RuntimeEnv>, dataDir: string): Ru
     restartBackoffMs: e.LLMGW_AGENT_RESTART_BACKOFF,
     restartBackoffMaxMs: e.LLMGW_AGENT_RESTART_BACKOFF_MAX,
     stopGraceMs: e.LLMGW_AGENT_STOP_GRACE,
+    liveness: { intervalMs: e.LLMGW_AGENT_LIVENESS_INTERVAL, timeoutMs: e.LLMGW_AGENT_LIVENESS_TIMEOUT, failures: e.LLMGW_AGENT_LIVENESS_FAILURES },
     logMaxBytes: e.LLMGW_AGENT_LOG_MAX_BYTES,
     logFiles: e.LLMGW_AGENT_LOG_FILES,
     fetchAttempts: e.LLMGW_AGENT_FETCH_ATTEMPTS,

@@ -46,6 +46,50 @@ export async function waitUntilReady(options: ReadinessProbeOptions): Promise<Re
   }
 }
 
+/** How to keep checking a ready engine. Times in milliseconds. */
+export interface LivenessOptions {
+  /** The engine's health URL. */
+  readonly url: string;
+  /** Pause between checks. */
+  readonly intervalMs: number;
+  /** One check fails when no 200 has arrived within this long. */
+  readonly timeoutMs: number;
+  /** Consecutive failed checks that make the engine unresponsive; at least 1. */
+  readonly failures: number;
+  /** Stops watching (the engine exited, or the replica is being stopped or restarted). */
+  readonly signal: AbortSignal;
+}
+
+/** Why watching ended: the engine stopped answering (with what was seen last), or it was aborted. */
+export type LivenessOutcome = { readonly aborted: true } | { readonly aborted: false; readonly reason: string };
+
+/**
+ * Checks a ready engine's health endpoint every `intervalMs` until `failures` checks in a row got
+ * no 200 within `timeoutMs` — a frozen (SIGSTOPped), deadlocked or wedged engine, which keeps its
+ * process and often its port — and then names the last failure. A 200 resets the count.
+ */
+export async function watchLiveness(options: LivenessOptions): Promise<LivenessOutcome> {
+  let failed = 0;
+  for (;;) {
+    await sleep(options.intervalMs, options.signal);
+    if (options.signal.aborted) return { aborted: true };
+    let last: string | undefined;
+    try {
+      const res = await fetch(options.url, { signal: AbortSignal.any([options.signal, AbortSignal.timeout(options.timeoutMs)]) });
+      await res.arrayBuffer().catch(() => undefined);
+      if (res.status !== 200) last = `answered HTTP ${res.status}`;
+    } catch (error) {
+      if (options.signal.aborted) return { aborted: true };
+      const e = error as { name?: string; cause?: { code?: string } };
+      last = e.name === 'TimeoutError' ? `no answer within ${options.timeoutMs} ms` : `unreachable (${e.cause?.code ?? (error as Error).message})`;
+    }
+    failed = last === undefined ? 0 : failed + 1;
+    if (last !== undefined && failed >= options.failures) {
+      return { aborted: false, reason: `engine unresponsive: ${failed} health check(s) in a row failed, the last with ${last} at ${options.url}` };
+    }
+  }
+}
+
 function sleep(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
     const timer = setTimeout(done, ms);

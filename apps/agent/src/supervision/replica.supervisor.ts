@@ -7,7 +7,7 @@ import type { EngineRecord, EngineRecordRepository } from '../state/engine-recor
 import { EngineLogFile, type LogRotation } from './engine-log.file';
 import type { ReplicaLaunch, LaunchSettings } from './engine-launch.planner';
 import { adoptEngine, spawnEngine, type EngineExit, type EngineProcess } from './engine.process';
-import { waitUntilReady } from './readiness.probe';
+import { watchLiveness, waitUntilReady } from './readiness.probe';
 import type { AgentReplicaState, ReplicaSnapshot, ReplicaSpec, ReplicaStatusEvent } from './replica.model';
 
 /** How the agent supervises engines. Times in milliseconds. */
@@ -27,6 +27,11 @@ export interface SupervisionSettings {
   readonly stopGraceMs: number;
   /** How often an adopted engine (not the agent's child) is checked for life. */
   readonly livenessPollMs: number;
+  /**
+   * Health checks of a ready engine: every `intervalMs`, each failing without a 200 within
+   * `timeoutMs`; `failures` in a row and the engine is reported not ready and restarted.
+   */
+  readonly liveness: { readonly intervalMs: number; readonly timeoutMs: number; readonly failures: number };
   readonly logDir: string;
   readonly logRotation: LogRotation;
   /** The environment every engine starts from; the plan's variables go on top. */
@@ -195,16 +200,9 @@ export class ReplicaSupervisor {
     const proc = this.proc;
     if (proc && proc.isRunning()) {
       this.log.note(`stopping pid ${proc.pid}: SIGTERM, SIGKILL after ${graceMs} ms`);
-      let exited = false;
-      if (graceMs > 0) {
-        proc.signal('SIGTERM');
-        exited = await settlesWithin(proc.exited, graceMs);
-      }
-      if (!exited) {
-        proc.signal('SIGKILL');
-        if (!(await settlesWithin(proc.exited, KILL_WAIT_MS))) {
-          throw new Error(`engine pid ${proc.pid} of replica ${this.spec.replicaId} still runs ${KILL_WAIT_MS} ms after SIGKILL`);
-        }
+      await terminate(proc, graceMs);
+      if (!(await settlesWithin(proc.exited, KILL_WAIT_MS))) {
+        throw new Error(`engine pid ${proc.pid} of replica ${this.spec.replicaId} still runs ${KILL_WAIT_MS} ms after SIGKILL`);
       }
       if (!proc.adopted) proc.signal('SIGKILL'); // whatever it left in its group
     }
@@ -351,6 +349,26 @@ export class ReplicaSupervisor {
     this.readySince = this.deps.now();
     this.deps.logger.info({ replicaId: this.spec.replicaId, pid: this.pid }, 'engine ready');
     this.setState('ready', undefined);
+    if (this.plan.role === 'server') void this.watchHealth(gen);
+  }
+
+  /**
+   * While ready: health checks until the engine stops answering them. Then it is reported not
+   * ready at once and stopped (SIGCONT, so a frozen one can act on SIGTERM; SIGKILL after the
+   * grace); its exit is then a failure like a crash, restarted with the same backoff.
+   */
+  private async watchHealth(gen: number): Promise<void> {
+    const abort = new AbortController();
+    this.probeAbort = abort;
+    const { intervalMs, timeoutMs, failures } = this.settings.liveness;
+    const outcome = await watchLiveness({ url: this.healthUrl(), intervalMs, timeoutMs, failures, signal: abort.signal });
+    const proc = this.proc;
+    if (outcome.aborted || gen !== this.generation || this.stopping || proc === undefined) return;
+    this.pendingFailure = outcome.reason;
+    this.log.note(`${outcome.reason}; restarting it`);
+    this.deps.logger.warn({ replicaId: this.spec.replicaId, pid: proc.pid, reason: outcome.reason }, 'engine unresponsive; restarting it');
+    this.setState('starting', `${outcome.reason}; restarting it`);
+    await terminate(proc, this.settings.stopGraceMs);
   }
 
   /** Reports the failure and either schedules the next attempt or gives up. */
@@ -416,6 +434,19 @@ function describeExit(exit: EngineExit): string {
 
 function exitDetails(exit: EngineExit): { exitCode?: number; signal?: string } {
   return { ...(exit.code !== undefined && { exitCode: exit.code }), ...(exit.signal !== undefined && { signal: exit.signal }) };
+}
+
+/**
+ * Ends an engine: SIGCONT (a stopped process acts on no other signal until it runs again),
+ * SIGTERM, `graceMs` to exit, then SIGKILL. Resolves once it exited or SIGKILL was sent.
+ */
+async function terminate(proc: EngineProcess, graceMs: number): Promise<void> {
+  if (graceMs > 0) {
+    proc.signal('SIGCONT');
+    proc.signal('SIGTERM');
+    if (await settlesWithin(proc.exited, graceMs)) return;
+  }
+  proc.signal('SIGKILL');
 }
 
 async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {

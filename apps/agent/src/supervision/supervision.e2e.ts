@@ -151,6 +151,36 @@ describe('engine supervision (real agent, sim-engine, fake controller)', () => {
   );
 
   it(
+    'a ready engine frozen with SIGSTOP is reported not ready, stopped and restarted with the crash backoff',
+    async () => {
+      await startAgent(home, [controller.address], { LLMGW_AGENT_LIVENESS_INTERVAL: '200ms', LLMGW_AGENT_LIVENESS_TIMEOUT: '200ms', LLMGW_AGENT_LIVENESS_FAILURES: '3' });
+      await waitFor(() => controller.registers.length === 1, { deadlineMs: 60_000, message: 'Register' });
+      controller.send(startReplica());
+      const first = await controller.status('r-1', (s) => s.state === READY);
+      engines.add(first.pid);
+      const pid = first.pid as number;
+
+      // Frozen: the process and its port stay, nothing answers. SIGTERM alone would wait until it runs again.
+      const seen = controller.statuses.length;
+      process.kill(-pid, 'SIGSTOP');
+      const notReady = await controller.status('r-1', (s) => s.state === STARTING, { since: seen });
+      expect(notReady.reason).toMatch(/^engine unresponsive: 3 health check\(s\) in a row failed, the last with no answer within 200 ms at http:\/\/127\.0\.0\.1:\d+\/health; restarting it$/);
+      const failed = await controller.status('r-1', (s) => s.state === FAILED, { since: seen });
+      expect(failed.reason).toMatch(/^engine unresponsive: .*; restart 1\/2 in 300 ms$/);
+      const back = await controller.status('r-1', (s) => s.state === READY, { since: seen });
+      engines.add(back.pid);
+      expect(back.pid).not.toBe(pid);
+      expect(back.restarts).toBe(1);
+      expect((await fetch(`http://127.0.0.1:${back.port}/health`)).status).toBe(200);
+      // The frozen one was woken to act on SIGTERM, and is gone with its whole group.
+      expect(processExists(pid)).toBe(false);
+      expect(groupAlive(pid)).toBe(false);
+      expect(readFileSync(join(home.stateDir, 'logs', 'r-1.log'), 'utf8')).toContain('sim-engine stopping (SIGTERM)');
+    },
+    TIMEOUT,
+  );
+
+  it(
     'an engine that keeps crashing is restarted with doubling delays up to the limit, then stays failed',
     async () => {
       await startAgent(home, [controller.address]);
