@@ -92,7 +92,7 @@ describe('readProcessTable on the real /proc', () => {
           tracker.refresh();
           return tracker.alive().find((p) => p.comm === 'sleep');
         },
-        { deadlineMs: 10_000, message: 'the detached sleeper' },
+        { deadlineMs: 30_000, message: 'the detached sleeper' },
       );
       expect(sleeper.pgrp).toBe(sleeper.pid);
       expect(readProcessTable().get(sleeper.pid)?.ppid).toBe(parent.pid);

@@ -77,10 +77,12 @@ describe('deploy/agent.env.example', () => {
     expect([...known].filter((k) => !documented.has(k))).toEqual([]);
   });
 
-  it('its active lines are a valid configuration', () => {
+  it('its active lines are a valid configuration once the placeholder token is replaced, and the placeholder is refused', () => {
     const active = Object.fromEntries([...text.matchAll(/^([A-Z][A-Z0-9_]+)=(.*)$/gm)].map((m) => [m[1], m[2]]));
-    const config = loadConfig(agentConfigSchema, active);
+    expect(active.LLMGW_AGENT_JOIN_TOKEN).toBe('change-me');
+    expect(() => loadConfig(agentConfigSchema, active)).toThrow(/LLMGW_AGENT_JOIN_TOKEN=<redacted>/);
+    const config = loadConfig(agentConfigSchema, { ...active, LLMGW_AGENT_JOIN_TOKEN: '9f2c4e6a8b0d1f3e5a7c9e1b' });
     expect(config.runtime.controllers).toHaveLength(2);
-    expect(config.runtime.joinToken).toBe('change-me');
+    expect(config.runtime.joinToken).toBe('9f2c4e6a8b0d1f3e5a7c9e1b');
   });
 });
