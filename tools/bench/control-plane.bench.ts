@@ -40,7 +40,7 @@ class BenchAgent {
   private timer: NodeJS.Timeout | undefined;
   private readonly cache: CacheEntry[] = [];
   private cacheChanged = false;
-  readonly replicas = new Map<string, { spec: StartReplica; state: ReplicaState; port: number }>();
+  readonly replicas = new Map<string, { spec: StartReplica; state: ReplicaState; port: number; rendezvousPort?: number }>();
   welcomed = false;
   private static port = 30_000;
 
@@ -112,6 +112,7 @@ class BenchAgent {
           engine: r.spec.engine,
           state: r.state,
           port: r.port,
+          ...(r.rendezvousPort !== undefined && { rendezvousPort: r.rendezvousPort }),
           gpuIndices: [...r.spec.gpuIndices],
           rank: r.spec.rank,
           restarts: 0,
@@ -146,10 +147,12 @@ class BenchAgent {
         return;
       case 'startReplica': {
         const known = this.replicas.get(p.value.replicaId);
-        const r = known ?? { spec: p.value, state: ReplicaState.REPLICA_STATE_READY, port: BenchAgent.port++ };
+        // A multi-node rank 0 picks the rendezvous port, as a real agent does; the others wait for it.
+        const picksRendezvous = p.value.rank === 0 && p.value.members.length > 1;
+        const r = known ?? { spec: p.value, state: ReplicaState.REPLICA_STATE_READY, port: BenchAgent.port++, ...(picksRendezvous && { rendezvousPort: BenchAgent.port++ }) };
         this.replicas.set(p.value.replicaId, r);
         this.send({ $case: 'commandResult', value: { commandId: p.value.commandId, ok: true, message: '', paths: [] } });
-        this.send({ $case: 'replicaStatus', value: { replicaId: p.value.replicaId, state: r.state, port: r.port, lastLogLines: [], restarts: 0 } });
+        this.send({ $case: 'replicaStatus', value: { replicaId: p.value.replicaId, state: r.state, port: r.port, ...(r.rendezvousPort !== undefined && { rendezvousPort: r.rendezvousPort }), lastLogLines: [], restarts: 0 } });
         return;
       }
       case 'stopReplica':

@@ -298,7 +298,7 @@ export class ControlPlane implements AgentStreamHandler {
       // Most heartbeats repeat what the node already said: fold only what is new to the replica.
       const was = before.get(r.replicaId);
       const known = this.replicas.get(r.replicaId);
-      if (was && known && known.memberStates[nodeId] !== undefined && was.state === r.state && was.port === r.port && was.reason === r.reason) continue;
+      if (was && known && known.memberStates[nodeId] !== undefined && was.state === r.state && was.port === r.port && was.rendezvousPort === r.rendezvousPort && was.reason === r.reason) continue;
       this.observe(nodeId, r);
     }
   }
@@ -310,8 +310,9 @@ export class ControlPlane implements AgentStreamHandler {
       restarts: status.restarts,
       ...(status.reason !== undefined ? { reason: status.reason } : {}),
       ...(status.port !== undefined ? { port: status.port } : {}),
+      ...(status.rendezvousPort !== undefined ? { rendezvousPort: status.rendezvousPort } : {}),
     });
-    this.fold(nodeId, status.replicaId, status.state, status.reason, status.port);
+    this.fold(nodeId, status.replicaId, status.state, status.reason, status.port, status.rendezvousPort);
   }
 
   disconnected(session: AgentSession): void {
@@ -325,13 +326,17 @@ export class ControlPlane implements AgentStreamHandler {
     const known = this.replicas.get(r.replicaId);
     if (!known && this.phaseValue === 'settling' && this.leadership.isLeader()) this.adopt(nodeId, r);
     else if (known && !known.replica.members.some((m) => m.nodeId === nodeId) && !known.persisted && this.phaseValue === 'settling') this.adoptMember(nodeId, r);
-    this.fold(nodeId, r.replicaId, r.state, r.reason, r.port);
+    this.fold(nodeId, r.replicaId, r.state, r.reason, r.port, r.rendezvousPort);
   }
 
-  private fold(nodeId: string, replicaId: string, state: ReportedReplica['state'], reason: string | undefined, port: number | undefined): void {
+  private fold(nodeId: string, replicaId: string, state: ReportedReplica['state'], reason: string | undefined, port: number | undefined, rendezvousPort?: number): void {
     const before = this.replicas.get(replicaId);
     if (!before) return;
-    const after = this.replicas.report(replicaId, { nodeId, state, ...(reason !== undefined ? { reason } : {}), ...(port !== undefined ? { port } : {}) }, this.clock.now());
+    const report = { nodeId, state, ...(reason !== undefined ? { reason } : {}), ...(port !== undefined ? { port } : {}), ...(rendezvousPort !== undefined ? { rendezvousPort } : {}) };
+    const after = this.replicas.report(replicaId, report, this.clock.now());
+    const leaderPort = (e: typeof before): number | undefined => e.replica.members.find((m) => m.rank === 0)?.rendezvousPort;
+    // Rank 0 announced (or changed) where the members meet: the others can be started now.
+    if (after && leaderPort(after) !== undefined && leaderPort(after) !== leaderPort(before)) this.reconciler.rendezvousKnown(replicaId);
     if (!after || after === before || after.replica.state === before.replica.state) return;
     if (after.replica.state === 'failed') {
       this.log.warn({ replicaId, nodeId, reason: after.replica.reason }, 'replica failed');
@@ -353,7 +358,7 @@ export class ControlPlane implements AgentStreamHandler {
         model: r.model,
         profileIndex,
         engine: r.engine,
-        members: [{ nodeId, rank: r.rank, gpuIndices: [...r.gpuIndices], ...(r.port !== undefined ? { port: r.port } : {}) }],
+        members: [{ nodeId, rank: r.rank, gpuIndices: [...r.gpuIndices], ...(r.port !== undefined ? { port: r.port } : {}), ...(r.rendezvousPort !== undefined ? { rendezvousPort: r.rendezvousPort } : {}) }],
         state: 'pending',
         restarts: 0,
         createdAt: now,
@@ -375,7 +380,7 @@ export class ControlPlane implements AgentStreamHandler {
       dirty: true,
       replica: {
         ...e.replica,
-        members: [...e.replica.members, { nodeId, rank: r.rank, gpuIndices: [...r.gpuIndices], ...(r.port !== undefined ? { port: r.port } : {}) }].sort((a, b) => a.rank - b.rank),
+        members: [...e.replica.members, { nodeId, rank: r.rank, gpuIndices: [...r.gpuIndices], ...(r.port !== undefined ? { port: r.port } : {}), ...(r.rendezvousPort !== undefined ? { rendezvousPort: r.rendezvousPort } : {}) }].sort((a, b) => a.rank - b.rank),
       },
     }));
   }

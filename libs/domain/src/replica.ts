@@ -19,6 +19,11 @@ export interface ReplicaMember {
   readonly rank: number;
   readonly gpuIndices: readonly number[];
   readonly port?: number;
+  /**
+   * Multi-node rank 0 only: the port members rendezvous at on its node (the Ray head for vLLM),
+   * picked by that node's agent and reported; absent until then.
+   */
+  readonly rendezvousPort?: number;
 }
 
 export interface Replica {

@@ -9,6 +9,6 @@ export type {
   ServerLaunchPlan,
   WorkerLaunchPlan,
 } from './engine.adapter';
-export { engineEnv } from './launch-spec.validator';
+export { engineEnv, hostPort } from './launch-spec.validator';
 export { LLAMACPP_ALL_LAYERS, LlamaCppAdapter, type LlamaCppAdapterOptions } from './llamacpp.adapter';
 export { VllmAdapter, type VllmAdapterOptions } from './vllm.adapter';

@@ -88,6 +88,7 @@ export function supervisedToWire(r: ReplicaSnapshot): SupervisedReplica {
     state: stateToWire(r.state),
     ...(r.port !== undefined && { port: r.port }),
     ...(r.pid !== undefined && { pid: r.pid }),
+    ...(r.rendezvousPort !== undefined && { rendezvousPort: r.rendezvousPort }),
     gpuIndices: [...r.gpuIndices],
     rank: r.rank,
     restarts: r.restarts,
@@ -111,6 +112,7 @@ export function replicaStatusMessage(e: ReplicaStatusEvent): ConnectRequest {
         ...(e.pid !== undefined && { pid: e.pid }),
         ...(e.fetchedBytes !== undefined && { fetchedBytes: e.fetchedBytes }),
         ...(e.fetchTotalBytes !== undefined && { fetchTotalBytes: e.fetchTotalBytes }),
+        ...(e.rendezvousPort !== undefined && { rendezvousPort: e.rendezvousPort }),
       },
     },
   };

@@ -1,7 +1,7 @@
 import { isAbsolute, join } from 'node:path';
 import { cacheName as cacheNameOf, isCacheName, parseWeightsSource } from '@llmgw/catalog';
 import { DomainError, ErrorCode, type Model, type Profile } from '@llmgw/domain';
-import { adapterFor, type LaunchMembers, type LaunchPlan } from '@llmgw/engines';
+import { adapterFor, hostPort, type LaunchMembers, type LaunchPlan } from '@llmgw/engines';
 import type { ReplicaSpec } from './replica.model';
 
 /** A program to run as an argv prefix, e.g. `[node, tools/run.cjs, tools/sim-engine/src/main.ts]`. */
@@ -115,6 +115,32 @@ function simulated(plan: LaunchPlan, spec: ReplicaSpec, sim: ProgramPrefix): Lau
     return { ...plan, command: sim.command, args: ['-e', 'setInterval(() => undefined, 1 << 30)'], setup: [] };
   }
   return { ...plan, command: sim.command, args: [...sim.args, ...plan.args, '--engine', spec.engine], setup: [] };
+}
+
+/**
+ * The rendezvous port a multi-node rank-0 member listens on (the Ray head for vLLM), from its
+ * `leaderAddress`; undefined on every other member, on single-node replicas and while unset.
+ */
+export function rendezvousPortOf(spec: ReplicaSpec): number | undefined {
+  if (spec.rank !== 0 || spec.members.length < 2 || spec.leaderAddress === undefined) return undefined;
+  const port = /:(\d{1,5})$/.exec(spec.leaderAddress)?.[1];
+  return port === undefined ? undefined : Number(port);
+}
+
+/**
+ * The same request with the rendezvous address the agent chose: a multi-node rank-0 member
+ * whose controller named none gets its own address (as the members list names it) and `port`,
+ * which this node's agent picked like an engine port. Any other request is returned unchanged.
+ */
+export function withRendezvousPort(spec: ReplicaSpec, port: number): ReplicaSpec {
+  const self = spec.members.find((m) => m.rank === 0);
+  if (!self || self.address === '') throw invalid('members', 'a multi-node replica needs its rank-0 member with an address');
+  return { ...spec, leaderAddress: hostPort(self.address, port) };
+}
+
+/** True for a multi-node rank-0 request that leaves the rendezvous port to this agent. */
+export function picksRendezvousPort(spec: ReplicaSpec): boolean {
+  return spec.rank === 0 && spec.members.length > 1 && spec.leaderAddress === undefined;
 }
 
 function parseLeader(address: string): LaunchMembers {

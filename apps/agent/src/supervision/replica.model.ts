@@ -26,7 +26,10 @@ export interface ReplicaSpec {
   readonly rank: number;
   /** Every member of a multi-node replica (empty for a single-node one). */
   readonly members: readonly { readonly nodeId: string; readonly address: string; readonly rank: number }[];
-  /** `host:port` members rendezvous at (multi-node only). */
+  /**
+   * `host:port` members rendezvous at (multi-node only). Unset on a rank-0 request: its agent
+   * then picks the port and reports it as `rendezvousPort`.
+   */
   readonly leaderAddress?: string;
   readonly contextLength?: number;
   readonly parallel?: number;
@@ -50,6 +53,8 @@ export interface ReplicaSnapshot {
   readonly port?: number;
   /** Absent while no engine process runs. */
   readonly pid?: number;
+  /** Multi-node rank 0 only: the rendezvous port (Ray head) this agent picked. */
+  readonly rendezvousPort?: number;
   readonly gpuIndices: readonly number[];
   readonly rank: number;
   /** Restarts after crashes since the controller asked for this replica. */
@@ -58,7 +63,7 @@ export interface ReplicaSnapshot {
 }
 
 /** A change of state, sent as it happens (ReplicaStatus). */
-export interface ReplicaStatusEvent extends Pick<ReplicaSnapshot, 'replicaId' | 'state' | 'restarts' | 'port' | 'pid' | 'reason'> {
+export interface ReplicaStatusEvent extends Pick<ReplicaSnapshot, 'replicaId' | 'state' | 'restarts' | 'port' | 'pid' | 'reason' | 'rendezvousPort'> {
   /** Set when the engine exited on its own with a status. */
   readonly exitCode?: number;
   /** Set when a signal ended the engine, e.g. `SIGKILL`. */

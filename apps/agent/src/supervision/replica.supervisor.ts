@@ -5,7 +5,7 @@ import { errorMessage, type AgentLogger } from '../runtime/agent.logger';
 import { isSameLiveProcess } from '../state/proc-stat.reader';
 import type { EngineRecord, EngineRecordRepository } from '../state/engine-record.repository';
 import { EngineLogFile, type LogRotation } from './engine-log.file';
-import type { ReplicaLaunch, LaunchSettings } from './engine-launch.planner';
+import { rendezvousPortOf, type ReplicaLaunch, type LaunchSettings } from './engine-launch.planner';
 import { adoptEngine, spawnEngine, type EngineExit, type EngineProcess } from './engine.process';
 import { watchLiveness, waitUntilReady } from './readiness.probe';
 import type { AgentReplicaState, ReplicaSnapshot, ReplicaSpec, ReplicaStatusEvent } from './replica.model';
@@ -129,6 +129,7 @@ export class ReplicaSupervisor {
 
   snapshot(): ReplicaSnapshot {
     const pid = this.pid;
+    const rendezvousPort = rendezvousPortOf(this.spec);
     return {
       replicaId: this.spec.replicaId,
       model: this.spec.model,
@@ -136,6 +137,7 @@ export class ReplicaSupervisor {
       state: this.stateValue,
       ...(this.plan.role === 'server' && { port: this.plan.port }),
       ...(pid !== undefined && { pid }),
+      ...(rendezvousPort !== undefined && { rendezvousPort }),
       gpuIndices: this.spec.gpuIndices,
       rank: this.spec.rank,
       restarts: this.restartsValue,

@@ -2,7 +2,7 @@ import { DomainError, ErrorCode } from '@llmgw/domain';
 import { errorMessage, type AgentLogger } from '../runtime/agent.logger';
 import type { EngineRecordRepository } from '../state/engine-record.repository';
 import { SourceRefusedError, type SourcePolicy } from '../weights/source.policy';
-import { planReplicaLaunch } from './engine-launch.planner';
+import { picksRendezvousPort, planReplicaLaunch, rendezvousPortOf, withRendezvousPort } from './engine-launch.planner';
 import { pickFreePort } from './free-port.picker';
 import { isValidReplicaId, type ReplicaSnapshot, type ReplicaSpec, type ReplicaStatusEvent } from './replica.model';
 import { ReplicaSupervisor, type SupervisionSettings, type WeightsProvider } from './replica.supervisor';
@@ -18,6 +18,8 @@ export interface SupervisorDeps {
   /** Picks a port for an engine whose request names none. */
   readonly pickPort?: (host: string) => Promise<number>;
 }
+
+const PORT_PICK_ATTEMPTS = 8;
 
 /** The answer to one command, as CommandResult carries it. */
 export interface CommandOutcome {
@@ -35,6 +37,8 @@ export class SupervisorService {
   private readonly replicas = new Map<string, ReplicaSupervisor>();
   /** Replica ids between "not supervised yet" and "created": a second StartReplica must not slip in. */
   private readonly creating = new Set<string>();
+  /** Ports picked for replicas still being created (not yet in `replicas`). */
+  private readonly reserved = new Set<number>();
   private listener: (event: ReplicaStatusEvent) => void = () => undefined;
   private logTimer: NodeJS.Timeout | undefined;
 
@@ -108,16 +112,22 @@ export class SupervisorService {
     if (this.creating.has(spec.replicaId)) return { ok: true, message: `replica ${spec.replicaId} is already being started` };
     let replica: ReplicaSupervisor;
     this.creating.add(spec.replicaId);
+    const picked: number[] = [];
     try {
       const admitted = await this.admit(spec);
-      const port = admitted.port ?? (await (this.deps.pickPort ?? pickFreePort)(this.settings.launch.engineHost));
-      replica = this.create(admitted, planReplicaLaunch(admitted, port, this.settings.launch), 0);
+      // The engine port, and for a multi-node rank 0 the rendezvous port, picked like each other:
+      // free on the node and held by no other replica here (a port picked a moment ago and not
+      // bound yet is free to the OS too).
+      const port = admitted.port ?? (await this.pickUnusedPort(picked));
+      const launchSpec = picksRendezvousPort(admitted) ? withRendezvousPort(admitted, await this.pickUnusedPort(picked, port)) : admitted;
+      replica = this.create(launchSpec, planReplicaLaunch(launchSpec, port, this.settings.launch), 0);
     } catch (error) {
       const message = error instanceof DomainError && error.code === ErrorCode.InvalidArgument ? error.message : `cannot start: ${errorMessage(error)}`;
       this.deps.logger.warn({ replicaId: spec.replicaId, err: message }, 'StartReplica refused');
       return { ok: false, message };
     } finally {
       this.creating.delete(spec.replicaId);
+      for (const p of picked) this.reserved.delete(p);
     }
     replica.begin();
     return { ok: true, message: `starting replica ${spec.replicaId} on port ${replica.snapshot().port ?? '-'}` };
@@ -187,6 +197,30 @@ export class SupervisorService {
       throw new DomainError(ErrorCode.InvalidArgument, message, problems.map((p) => ({ path: '', message: p })));
     }
     return admitted;
+  }
+
+  /**
+   * A port from the picker that no supervised replica uses (engine or rendezvous port) and none
+   * being created has picked (nor `also`); reserved in `picked` (and the service) until the
+   * replica exists.
+   */
+  private async pickUnusedPort(picked: number[], also?: number): Promise<number> {
+    const inUse = new Set<number>([...this.reserved, ...picked, ...(also !== undefined ? [also] : [])]);
+    for (const r of this.replicas.values()) {
+      const s = r.snapshot();
+      if (s.port !== undefined) inUse.add(s.port);
+      const rendezvous = rendezvousPortOf(r.spec);
+      if (rendezvous !== undefined) inUse.add(rendezvous);
+    }
+    const pick = this.deps.pickPort ?? pickFreePort;
+    for (let i = 0; i < PORT_PICK_ATTEMPTS; i++) {
+      const port = await pick(this.settings.launch.engineHost);
+      if (inUse.has(port)) continue;
+      picked.push(port);
+      this.reserved.add(port);
+      return port;
+    }
+    throw new Error(`no free port after ${PORT_PICK_ATTEMPTS} picks: each was one a replica on this node already uses`);
   }
 
   private create(spec: ReplicaSpec, launch: ReplicaSupervisor['launch'], restarts: number): ReplicaSupervisor {

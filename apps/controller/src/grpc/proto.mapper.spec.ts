@@ -71,7 +71,7 @@ describe('proto edge', () => {
     const model = catalog.get('big');
     if (!model) throw new Error('no model');
     const members = [
-      { nodeId: 'n1', rank: 0, gpuIndices: [0, 1] },
+      { nodeId: 'n1', rank: 0, gpuIndices: [0, 1], rendezvousPort: 41_234 },
       { nodeId: 'n2', rank: 1, gpuIndices: [2, 3] },
     ];
     const start = startReplicaToProto('c1', 'r1', model, 0, members[1], members, (id) => (id === 'n1' ? 'fe80::1' : '10.0.0.2'));
@@ -84,7 +84,7 @@ describe('proto edge', () => {
       aliases: ['b'],
       gpuIndices: [2, 3],
       rank: 1,
-      leaderAddress: '[fe80::1]:6379',
+      leaderAddress: '[fe80::1]:41234',
       tensorParallel: 2,
       pipelineParallel: 2,
       engineArgs: ['--x'],
@@ -99,5 +99,22 @@ describe('proto edge', () => {
     expect(fetchWeightsToProto('c2', model)).toEqual({ commandId: 'c2', source: 'hf://o/big@main', cacheName: start.cacheName });
     expect(fetchWeightsToProto('c3', catalog.get('local') as NonNullable<ReturnType<Catalog['get']>>)).toBeUndefined();
     expect(engineUrl('10.0.0.1', 80)).toBe('http://10.0.0.1:80');
+  });
+
+  it('leaves the rendezvous port to rank 0 until it reports one, then names it to every member', () => {
+    const catalog = Catalog.create({
+      models: [{ name: 'big', source: 'hf://o/big@main', size: 100, replicas: 1, profiles: [{ engine: 'vllm', gpuClass: 'H100', gpusPerNode: 2, nodes: 2, tensorParallel: 2, pipelineParallel: 2 }] }],
+    });
+    const model = catalog.get('big');
+    if (!model) throw new Error('no model');
+    const unknown = [
+      { nodeId: 'n1', rank: 0, gpuIndices: [0, 1] },
+      { nodeId: 'n2', rank: 1, gpuIndices: [0, 1] },
+    ];
+    const leader = startReplicaToProto('c1', 'r1', model, 0, unknown[0], unknown, (id) => id);
+    expect(leader).not.toHaveProperty('leaderAddress');
+    expect(leader.members.map((m) => [m.nodeId, m.rank])).toEqual([['n1', 0], ['n2', 1]]);
+    const known = [{ ...unknown[0], rendezvousPort: 40_000 }, unknown[1]];
+    for (const m of known) expect(startReplicaToProto('c2', 'r1', model, 0, m, known, (id) => (id === 'n1' ? '10.0.0.1' : id)).leaderAddress).toBe('10.0.0.1:40000');
   });
 });

@@ -77,6 +77,7 @@ export function reportedReplicaFromProto(r: pb.SupervisedReplica, field = 'repli
     state,
     ...(r.port !== undefined && r.port > 0 ? { port: r.port } : {}),
     ...(r.pid !== undefined ? { pid: r.pid } : {}),
+    ...(r.rendezvousPort !== undefined && r.rendezvousPort > 0 ? { rendezvousPort: r.rendezvousPort } : {}),
     gpuIndices: [...r.gpuIndices],
     rank: r.rank,
     restarts: r.restarts,
@@ -156,6 +157,8 @@ export interface ReplicaStatusReport {
   readonly state: ReplicaState;
   readonly reason?: string;
   readonly port?: number;
+  /** Multi-node rank 0 only: the rendezvous port its agent picked. */
+  readonly rendezvousPort?: number;
   readonly restarts: number;
   readonly exitCode?: number;
   readonly signal?: string;
@@ -172,6 +175,7 @@ export function replicaStatusFromProto(s: pb.ReplicaStatus): ReplicaStatusReport
     state,
     ...(s.reason !== undefined && s.reason !== '' ? { reason: s.reason } : {}),
     ...(s.port !== undefined && s.port > 0 ? { port: s.port } : {}),
+    ...(s.rendezvousPort !== undefined && s.rendezvousPort > 0 ? { rendezvousPort: s.rendezvousPort } : {}),
     restarts: s.restarts,
     ...(s.exitCode !== undefined ? { exitCode: s.exitCode } : {}),
     ...(s.signal !== undefined && s.signal !== '' ? { signal: s.signal } : {}),
@@ -185,12 +189,12 @@ export interface MemberAddress {
   readonly address: string;
 }
 
-/** Port multi-node members rendezvous at on the rank-0 node (the Ray head for vLLM). */
-export const MULTI_NODE_RENDEZVOUS_PORT = 6379;
-
 /**
  * The StartReplica for one member of a replica: the model's launch inputs from the catalog, the
- * GPUs placement chose, and for a multi-node replica every member with its address.
+ * GPUs placement chose, and for a multi-node replica every member with its address and, once
+ * the rank-0 agent has reported the rendezvous port it picked, `leader_address`. Without it a
+ * rank-0 member picks the port; other members must not be started without it (see
+ * `awaitsRendezvous`).
  */
 export function startReplicaToProto(
   commandId: string,
@@ -220,7 +224,7 @@ export function startReplicaToProto(
     members: multi
       ? members.map((m) => ({ nodeId: m.nodeId, address: addressOf(m.nodeId), rank: m.rank, gpuIndices: [...m.gpuIndices] }))
       : [],
-    ...(multi && leader ? { leaderAddress: `${hostForPort(addressOf(leader.nodeId))}:${MULTI_NODE_RENDEZVOUS_PORT}` } : {}),
+    ...(multi && leader?.rendezvousPort !== undefined ? { leaderAddress: `${hostForPort(addressOf(leader.nodeId))}:${leader.rendezvousPort}` } : {}),
     ...(profile.contextLength !== undefined ? { contextLength: profile.contextLength } : {}),
     ...(profile.parallel !== undefined ? { parallel: profile.parallel } : {}),
     tensorParallel: profile.tensorParallel,

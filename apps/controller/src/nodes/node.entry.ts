@@ -8,6 +8,8 @@ export interface ReportedReplica {
   readonly state: ReplicaState;
   readonly port?: number;
   readonly pid?: number;
+  /** Multi-node rank 0 only: the rendezvous port its agent picked. */
+  readonly rendezvousPort?: number;
   readonly gpuIndices: readonly number[];
   /** This node's rank in the replica; 0 serves HTTP. */
   readonly rank: number;

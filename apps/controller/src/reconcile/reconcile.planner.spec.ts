@@ -261,6 +261,24 @@ describe('planReconcile', () => {
     expect(planReconcile(input({ nodes, replicas: placed(NOW - 6_000, ['node-1']) }))).toEqual([]);
   });
 
+  it('does not count a multi-node member waiting for the rendezvous port as forgotten, only once rank 0 announced it', () => {
+    const nodes = [node('node-1', { reported: [reported('r1', 'starting')], reportedAt: NOW }), node('node-2', { reportedAt: NOW })];
+    const twoNode = (rendezvousPort?: number) => [
+      replica('r1', 'node-1', {
+        state: 'starting',
+        commandSentAt: NOW - 6_000,
+        members: [
+          { nodeId: 'node-1', rank: 0, gpuIndices: [0], ...(rendezvousPort !== undefined ? { rendezvousPort } : {}) },
+          { nodeId: 'node-2', rank: 1, gpuIndices: [0] },
+        ],
+      }),
+    ];
+    expect(planReconcile(input({ nodes, replicas: twoNode() })).filter((a) => a.kind === 'resend-start')).toEqual([]);
+    expect(planReconcile(input({ nodes, replicas: twoNode(41_000) })).filter((a) => a.kind === 'resend-start')).toEqual([
+      { kind: 'resend-start', replicaId: 'r1', nodeIds: ['node-2'] },
+    ]);
+  });
+
   it('forgets a stopping replica once its agent confirms, and resends the stop when it does not', () => {
     const stopping = replica('r1', 'node-1', { state: 'draining', stopSentAt: NOW - 6_000 });
     const keep = [replica('r2', 'node-1'), replica('r3', 'node-1')];

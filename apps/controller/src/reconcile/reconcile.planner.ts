@@ -2,7 +2,7 @@ import { cacheName, type Catalog } from '@llmgw/catalog';
 import type { Model, NodeInfo, ReplicaMember } from '@llmgw/domain';
 import { fleetCapacity, hostMemoryOf, PlacementIndex, type Allocation, type PlacementReason, type PlacementRequest, type PlacementResult } from '@llmgw/placement';
 import type { NodeEntry } from '../nodes/node.entry';
-import { GONE_STATES, LIVE_STATES, type ReplicaEntry } from '../replicas/replica.entry';
+import { awaitsRendezvous, GONE_STATES, LIVE_STATES, type ReplicaEntry } from '../replicas/replica.entry';
 import { backoffDelay, type BackoffWindow } from './backoff.policy';
 
 /** Why a model has no room, and when it is tried again. */
@@ -152,6 +152,8 @@ export function planReconcile(input: PlanInput): PlanAction[] {
         .filter((m) => {
           const node = nodes.get(m.nodeId);
           if (!node || !node.connected || node.reportedAt === undefined || entry.fetching.includes(m.nodeId)) return false;
+          // Not sent yet: it waits for rank 0's rendezvous port.
+          if (awaitsRendezvous(m, r.members)) return false;
           if (entry.commandSentAt !== undefined && node.reportedAt - entry.commandSentAt < timing.commandGraceMs) return false;
           return !node.reported.has(id);
         })

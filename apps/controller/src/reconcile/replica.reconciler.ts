@@ -8,7 +8,7 @@ import type { CurrentCatalog } from '../catalog/catalog.reloader';
 import type { AgentSessions } from '../grpc/agent.sessions';
 import { fetchWeightsToProto, startReplicaToProto } from '../grpc/proto.mapper';
 import type { NodeRegistry } from '../nodes/node.registry';
-import type { ReplicaEntry } from '../replicas/replica.entry';
+import { awaitsRendezvous, type ReplicaEntry } from '../replicas/replica.entry';
 import type { ReplicaRegistry } from '../replicas/replica.registry';
 import { planReconcile, type PlanAction, type PlanTiming, type UnplaceableState } from './reconcile.planner';
 
@@ -263,6 +263,9 @@ export class Reconciler {
     const model = current.catalog.get(entry.replica.model);
     const member = entry.replica.members.find((m) => m.nodeId === nodeId);
     if (!model || !member || model.profiles[entry.replica.profileIndex] === undefined) return;
+    // A multi-node member other than rank 0 waits for the rendezvous port rank 0 picks
+    // (rendezvousKnown sends it then).
+    if (awaitsRendezvous(member, entry.replica.members)) return;
     const addressOf = (id: string): string => this.ctx.nodes.get(id)?.info.address ?? id;
     const { commandId: _id, ...value } = startReplicaToProto('', replicaId, model, entry.replica.profileIndex, member, entry.replica.members, addressOf);
     const sent = this.ctx.sessions.send(nodeId, { $case: 'startReplica', value }, (result, outcome) => {
@@ -271,6 +274,19 @@ export class Reconciler {
       this.memberFailed(replicaId, nodeId, `start refused: ${result.message}`);
     });
     if (sent !== undefined) this.ctx.replicas.update(replicaId, (e) => ({ ...e, commandSentAt: this.ctx.clock.now() }));
+  }
+
+  /**
+   * Rank 0 of a multi-node replica reported the rendezvous port it picked: StartReplica for the
+   * other members, which waited for it. Idempotent (an agent already running a member answers
+   * with its state).
+   */
+  rendezvousKnown(replicaId: string): void {
+    const entry = this.ctx.replicas.get(replicaId);
+    if (!entry) return;
+    for (const m of entry.replica.members) {
+      if (m.rank !== 0 && !entry.fetching.includes(m.nodeId)) this.start(replicaId, m.nodeId);
+    }
   }
 
   private memberFailed(replicaId: string, nodeId: string, reason: string): void {

@@ -53,6 +53,15 @@ describe('foldMemberReport', () => {
     expect(back.replica.reason).toBeUndefined();
   });
 
+  it('keeps the rendezvous port rank 0 reports (only rank 0 has one), and marks the entry for writing', () => {
+    const announced = foldMemberReport(entry('pending', ['n1', 'n2']), { nodeId: 'n1', state: 'starting', rendezvousPort: 41_234 }, 100);
+    expect(announced.replica.members.map((m) => m.rendezvousPort)).toEqual([41_234, undefined]);
+    expect(announced.dirty).toBe(true);
+    const fromWorker = foldMemberReport(announced, { nodeId: 'n2', state: 'starting', rendezvousPort: 9 }, 200);
+    expect(fromWorker.replica.members.map((m) => m.rendezvousPort)).toEqual([41_234, undefined]);
+    expect(foldMemberReport(announced, { nodeId: 'n1', state: 'starting', rendezvousPort: 41_234 }, 300)).toBe(announced);
+  });
+
   it('returns the same entry when nothing changes', () => {
     const ready = foldMemberReport(entry('starting'), { nodeId: 'n1', state: 'ready', port: 8000 }, 100);
     expect(foldMemberReport(ready, { nodeId: 'n1', state: 'ready', port: 8000 }, 200)).toBe(ready);

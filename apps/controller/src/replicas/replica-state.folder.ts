@@ -8,6 +8,8 @@ export interface MemberReport {
   readonly reason?: string;
   /** The engine's port (rank 0 serves HTTP on it). */
   readonly port?: number;
+  /** Multi-node rank 0: the rendezvous port its agent picked. */
+  readonly rendezvousPort?: number;
 }
 
 const PROGRESS: readonly ReplicaState[] = ['pending', 'fetching', 'starting', 'ready'];
@@ -36,7 +38,10 @@ export function foldMemberReport(entry: ReplicaEntry, report: MemberReport, now:
   const memberStates = { ...entry.memberStates, [report.nodeId]: own };
   let members: readonly ReplicaMember[] = replica.members;
   if (report.port !== undefined && member.port !== report.port) {
-    members = replica.members.map((m) => (m.nodeId === report.nodeId ? { ...m, port: report.port } : m));
+    members = members.map((m) => (m.nodeId === report.nodeId ? { ...m, port: report.port } : m));
+  }
+  if (report.rendezvousPort !== undefined && member.rank === 0 && member.rendezvousPort !== report.rendezvousPort) {
+    members = members.map((m) => (m.nodeId === report.nodeId ? { ...m, rendezvousPort: report.rendezvousPort } : m));
   }
   const states = replica.members.map((m) => memberStates[m.nodeId] ?? 'pending');
   let state: ReplicaState;

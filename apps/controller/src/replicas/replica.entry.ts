@@ -1,4 +1,4 @@
-import type { Replica, ReplicaState } from '@llmgw/domain';
+import type { Replica, ReplicaMember, ReplicaState } from '@llmgw/domain';
 
 /**
  * One replica as the leader tracks it: the stored record (`replica`) plus bookkeeping that never
@@ -30,3 +30,11 @@ export const LIVE_STATES: ReadonlySet<ReplicaState> = new Set(['pending', 'fetch
 
 /** States after which only the record is left to remove. */
 export const GONE_STATES: ReadonlySet<ReplicaState> = new Set(['stopped', 'lost']);
+
+/**
+ * True when `member` of a multi-node replica cannot be started yet: it is not rank 0 and rank 0
+ * has not reported the rendezvous port its agent picked.
+ */
+export function awaitsRendezvous(member: ReplicaMember, members: readonly ReplicaMember[]): boolean {
+  return members.length > 1 && member.rank !== 0 && members.find((m) => m.rank === 0)?.rendezvousPort === undefined;
+}

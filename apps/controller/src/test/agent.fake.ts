@@ -59,6 +59,8 @@ interface RunningReplica {
   readonly spec: StartReplica;
   state: ReplicaState;
   port?: number;
+  /** Multi-node rank 0: the rendezvous port it "picked", as a real agent reports it. */
+  rendezvousPort?: number;
   proc?: SpawnedProcess;
   reason?: string;
 }
@@ -205,6 +207,7 @@ export class FakeAgent {
       engine: r.spec.engine,
       state: r.state,
       ...(r.port !== undefined ? { port: r.port } : {}),
+      ...(r.rendezvousPort !== undefined ? { rendezvousPort: r.rendezvousPort } : {}),
       gpuIndices: [...r.spec.gpuIndices],
       rank: r.spec.rank,
       restarts: 0,
@@ -244,7 +247,15 @@ export class FakeAgent {
     if (!r) return;
     this.send({
       $case: 'replicaStatus',
-      value: { replicaId: id, state: r.state, lastLogLines: [], restarts: 0, ...(r.port !== undefined ? { port: r.port } : {}), ...(r.reason ? { reason: r.reason } : {}) },
+      value: {
+        replicaId: id,
+        state: r.state,
+        lastLogLines: [],
+        restarts: 0,
+        ...(r.port !== undefined ? { port: r.port } : {}),
+        ...(r.rendezvousPort !== undefined ? { rendezvousPort: r.rendezvousPort } : {}),
+        ...(r.reason ? { reason: r.reason } : {}),
+      },
     });
   }
 
@@ -320,7 +331,7 @@ export class FakeAgent {
       this.result(spec.commandId, true, 'already running');
       return;
     }
-    const r: RunningReplica = { spec, state: ReplicaState.REPLICA_STATE_STARTING };
+    const r: RunningReplica = { spec, state: ReplicaState.REPLICA_STATE_STARTING, ...(spec.rank === 0 && spec.members.length > 1 && spec.leaderAddress === undefined ? { rendezvousPort: fakePorts++ } : {}) };
     this.replicas.set(spec.replicaId, r);
     this.status(spec.replicaId);
     this.result(spec.commandId, true);

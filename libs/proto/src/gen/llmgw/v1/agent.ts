@@ -290,7 +290,14 @@ export interface SupervisedReplica {
   /** This node's rank in the replica; 0 serves HTTP (always 0 on single-node replicas). */
   rank: number;
   restarts: number;
-  reason?: string | undefined;
+  reason?:
+    | string
+    | undefined;
+  /**
+   * Multi-node rank 0 only: the rendezvous port (the Ray head for vLLM) this agent picked; unset
+   * until picked and on every other member.
+   */
+  rendezvousPort?: number | undefined;
 }
 
 /** Periodic liveness and live state. */
@@ -331,7 +338,11 @@ export interface ReplicaStatus {
     | undefined;
   /** Weights download progress while fetching; total unset when the source gives no size. */
   fetchedBytes?: number | undefined;
-  fetchTotalBytes?: number | undefined;
+  fetchTotalBytes?:
+    | number
+    | undefined;
+  /** Multi-node rank 0 only: the rendezvous port it picked (see SupervisedReplica). */
+  rendezvousPort?: number | undefined;
 }
 
 /** The outcome of one command, matched to it by `command_id`. */
@@ -397,7 +408,11 @@ export interface StartReplica {
   rank: number;
   /** Every member of a multi-node replica; empty for a single-node replica. */
   members: ReplicaMember[];
-  /** `host:port` the members rendezvous at (multi-node only). */
+  /**
+   * `host:port` the members rendezvous at (multi-node only). Unset on rank 0 until its agent
+   * has picked and reported the port (`rendezvous_port`): rank 0 then picks a free one on its
+   * node. Members of rank 1 and up are only sent a start once it is known.
+   */
   leaderAddress?: string | undefined;
   contextLength?:
     | number
@@ -1921,6 +1936,7 @@ function createBaseSupervisedReplica(): SupervisedReplica {
     rank: 0,
     restarts: 0,
     reason: undefined,
+    rendezvousPort: undefined,
   };
 }
 
@@ -1959,6 +1975,9 @@ export const SupervisedReplica: MessageFns<SupervisedReplica> = {
     }
     if (message.reason !== undefined) {
       writer.uint32(82).string(message.reason);
+    }
+    if (message.rendezvousPort !== undefined) {
+      writer.uint32(88).uint32(message.rendezvousPort);
     }
     return writer;
   },
@@ -2066,6 +2085,14 @@ export const SupervisedReplica: MessageFns<SupervisedReplica> = {
             message.reason = reader.string();
             continue;
           }
+          case 11: {
+            if (tag !== 88) {
+              break;
+            }
+
+            message.rendezvousPort = reader.uint32();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2098,6 +2125,11 @@ export const SupervisedReplica: MessageFns<SupervisedReplica> = {
       rank: isSet(object.rank) ? globalThis.Number(object.rank) : 0,
       restarts: isSet(object.restarts) ? globalThis.Number(object.restarts) : 0,
       reason: isSet(object.reason) ? globalThis.String(object.reason) : undefined,
+      rendezvousPort: isSet(object.rendezvousPort)
+        ? globalThis.Number(object.rendezvousPort)
+        : isSet(object.rendezvous_port)
+        ? globalThis.Number(object.rendezvous_port)
+        : undefined,
     };
   },
 
@@ -2133,6 +2165,9 @@ export const SupervisedReplica: MessageFns<SupervisedReplica> = {
     if (message.reason !== undefined) {
       obj.reason = message.reason;
     }
+    if (message.rendezvousPort !== undefined) {
+      obj.rendezvousPort = Math.round(message.rendezvousPort);
+    }
     return obj;
   },
 
@@ -2151,6 +2186,7 @@ export const SupervisedReplica: MessageFns<SupervisedReplica> = {
     message.rank = object.rank ?? 0;
     message.restarts = object.restarts ?? 0;
     message.reason = object.reason ?? undefined;
+    message.rendezvousPort = object.rendezvousPort ?? undefined;
     return message;
   },
 };
@@ -2297,6 +2333,7 @@ function createBaseReplicaStatus(): ReplicaStatus {
     pid: undefined,
     fetchedBytes: undefined,
     fetchTotalBytes: undefined,
+    rendezvousPort: undefined,
   };
 }
 
@@ -2334,6 +2371,9 @@ export const ReplicaStatus: MessageFns<ReplicaStatus> = {
     }
     if (message.fetchTotalBytes !== undefined) {
       writer.uint32(88).uint64(message.fetchTotalBytes);
+    }
+    if (message.rendezvousPort !== undefined) {
+      writer.uint32(96).uint32(message.rendezvousPort);
     }
     return writer;
   },
@@ -2439,6 +2479,14 @@ export const ReplicaStatus: MessageFns<ReplicaStatus> = {
             message.fetchTotalBytes = longToNumber(reader.uint64());
             continue;
           }
+          case 12: {
+            if (tag !== 96) {
+              break;
+            }
+
+            message.rendezvousPort = reader.uint32();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2484,6 +2532,11 @@ export const ReplicaStatus: MessageFns<ReplicaStatus> = {
         : isSet(object.fetch_total_bytes)
         ? globalThis.Number(object.fetch_total_bytes)
         : undefined,
+      rendezvousPort: isSet(object.rendezvousPort)
+        ? globalThis.Number(object.rendezvousPort)
+        : isSet(object.rendezvous_port)
+        ? globalThis.Number(object.rendezvous_port)
+        : undefined,
     };
   },
 
@@ -2522,6 +2575,9 @@ export const ReplicaStatus: MessageFns<ReplicaStatus> = {
     if (message.fetchTotalBytes !== undefined) {
       obj.fetchTotalBytes = Math.round(message.fetchTotalBytes);
     }
+    if (message.rendezvousPort !== undefined) {
+      obj.rendezvousPort = Math.round(message.rendezvousPort);
+    }
     return obj;
   },
 
@@ -2541,6 +2597,7 @@ export const ReplicaStatus: MessageFns<ReplicaStatus> = {
     message.pid = object.pid ?? undefined;
     message.fetchedBytes = object.fetchedBytes ?? undefined;
     message.fetchTotalBytes = object.fetchTotalBytes ?? undefined;
+    message.rendezvousPort = object.rendezvousPort ?? undefined;
     return message;
   },
 };
