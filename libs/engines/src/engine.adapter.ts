@@ -53,6 +53,12 @@ interface LaunchPlanBase extends ProcessSpec {
   readonly env: Readonly<Record<string, string>>;
   /** Commands run to completion, in order, with `env`, before `command` (e.g. starting a Ray head). */
   readonly setup: readonly ProcessSpec[];
+  /**
+   * Commands run to completion, in order, with `env`, once the engine has stopped: when the
+   * replica stops and before every restart in place, so what `setup` (or the engine) left
+   * running — a Ray head holding the rendezvous port — never outlives an attempt.
+   */
+  readonly teardown: readonly ProcessSpec[];
 }
 
 /** The member that serves the OpenAI API: supervise it, probe its health, scrape its metrics. */

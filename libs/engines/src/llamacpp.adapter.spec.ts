@@ -60,6 +60,7 @@ describe('LlamaCppAdapter.launch', () => {
       args,
       env,
       setup: [],
+      teardown: [],
       port: 9100,
       healthPath: '/health',
       readiness: 'http-503-until-ready',

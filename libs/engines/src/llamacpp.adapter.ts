@@ -43,6 +43,7 @@ export class LlamaCppAdapter implements EngineAdapter {
       args,
       env: engineEnv(profile, spec.gpuIndices),
       setup: [],
+      teardown: [],
       port: spec.port,
       healthPath: '/health',
       readiness: 'http-503-until-ready',

@@ -53,6 +53,7 @@ describe('VllmAdapter.launch', () => {
     expect(plan.command).toBe('vllm');
     expect(plan.args).toEqual(args);
     expect(plan.setup).toEqual([]);
+    expect(plan.teardown).toEqual([]);
     expect(plan.env).toEqual({ CUDA_DEVICE_ORDER: 'PCI_BUS_ID', CUDA_VISIBLE_DEVICES: visible });
     if (plan.role !== 'server') throw new Error('expected a server');
     expect(plan).toMatchObject({ port: 8001, healthPath: '/health', readiness: 'refuses-until-ready' });
@@ -63,10 +64,11 @@ describe('VllmAdapter.launch', () => {
   const members = { leaderAddress: '10.0.0.5', leaderPort: 6380 };
   const eight = [0, 1, 2, 3, 4, 5, 6, 7];
 
-  it('multi-node leader: starts a Ray head, then serves with the ray backend', () => {
+  it('multi-node leader: starts a Ray head, then serves with the ray backend, and stops Ray on teardown', () => {
     const plan = adapter.launch(spec(multi, { gpuIndices: eight, members, rank: 0 }));
     expect(plan.role).toBe('server');
     expect(plan.setup).toEqual([{ command: 'ray', args: ['start', '--head', '--port=6380', '--num-gpus=8', '--disable-usage-stats'] }]);
+    expect(plan.teardown).toEqual([{ command: 'ray', args: ['stop'] }]);
     expect(plan.command).toBe('vllm');
     expect(plan.args).toEqual([
       'serve', '/var/cache/llmgw/llmgw-0123456789abcdef-llama', '--host', '0.0.0.0', '--port', '8001',
@@ -81,7 +83,7 @@ describe('VllmAdapter.launch', () => {
     });
   });
 
-  it('multi-node worker: joins the leader as a Ray worker and serves nothing', () => {
+  it('multi-node worker: joins the leader as a Ray worker, serves nothing, and stops Ray on teardown', () => {
     const plan = adapter.launch(spec(multi, { gpuIndices: eight, members, rank: 1 }));
     expect(plan).toEqual({
       role: 'worker',
@@ -89,6 +91,7 @@ describe('VllmAdapter.launch', () => {
       args: ['start', '--address=10.0.0.5:6380', '--num-gpus=8', '--disable-usage-stats', '--block'],
       env: { NCCL_SOCKET_IFNAME: 'ib0', CUDA_DEVICE_ORDER: 'PCI_BUS_ID', CUDA_VISIBLE_DEVICES: '0,1,2,3,4,5,6,7' },
       setup: [],
+      teardown: [{ command: 'ray', args: ['stop'] }],
     });
     expect('port' in plan).toBe(false);
   });
@@ -102,6 +105,7 @@ describe('VllmAdapter.launch', () => {
     const custom = new VllmAdapter({ binary: '/opt/vllm/bin/vllm', rayBinary: '/opt/vllm/bin/ray' });
     expect(custom.launch(spec(model({ engine: 'vllm', gpuClass: 'H100' }))).command).toBe('/opt/vllm/bin/vllm');
     expect(custom.launch(spec(multi, { gpuIndices: eight, members, rank: 1 })).command).toBe('/opt/vllm/bin/ray');
+    expect(custom.launch(spec(multi, { gpuIndices: eight, members, rank: 0 })).teardown).toEqual([{ command: '/opt/vllm/bin/ray', args: ['stop'] }]);
     expect(adapter.launch(spec(model({ engine: 'vllm', gpuClass: 'H100' }), { binary: '/usr/local/bin/vllm' })).command).toBe('/usr/local/bin/vllm');
   });
 

@@ -14,7 +14,9 @@ export interface VllmAdapterOptions {
 /**
  * vLLM (`vllm serve`). One node: one server. Several nodes: Ray — the leader (rank 0) starts a Ray
  * head as setup and serves with `--distributed-executor-backend ray`; every other member joins
- * with `ray start --address=<leader>:<port> --block`. One launch per member.
+ * with `ray start --address=<leader>:<port> --block`. One launch per member. Every member of a
+ * multi-node replica tears down with `ray stop`, which ends the Ray processes on its node (the
+ * head on rank 0, the raylet on the others), so a restart in place finds the port free.
  */
 export class VllmAdapter implements EngineAdapter {
   readonly kind = 'vllm' as const;
@@ -38,6 +40,7 @@ export class VllmAdapter implements EngineAdapter {
     const numGpus = `--num-gpus=${spec.gpuIndices.length}`;
     const multiNode = profile.nodes > 1 && spec.members !== undefined;
     const rayAddress = multiNode && spec.members ? hostPort(spec.members.leaderAddress, spec.members.leaderPort) : undefined;
+    const teardown: ProcessSpec[] = rayAddress !== undefined ? [{ command: this.#rayBinary, args: ['stop'] }] : [];
 
     if (rayAddress !== undefined && spec.rank > 0) {
       return {
@@ -46,6 +49,7 @@ export class VllmAdapter implements EngineAdapter {
         args: ['start', `--address=${rayAddress}`, numGpus, '--disable-usage-stats', '--block'],
         env,
         setup: [],
+        teardown,
       };
     }
     const args = [
@@ -81,6 +85,7 @@ export class VllmAdapter implements EngineAdapter {
       args,
       env,
       setup,
+      teardown,
       port: spec.port,
       healthPath: '/health',
       readiness: 'refuses-until-ready',

@@ -28,6 +28,7 @@ const RECORD: EngineRecord = {
     args: ['-m', '/models/tiny.gguf'],
     env: { CUDA_VISIBLE_DEVICES: '' },
     setup: [],
+    teardown: [],
     port: 8000,
     healthPath: '/health',
     readiness: 'http-503-until-ready',
@@ -75,6 +76,14 @@ describe('EngineRecordRepository', () => {
       ['old.json', 'unknown record version 0'],
       ['r-9.json', 'holds replica r-1, not r-9'],
     ]);
+  });
+
+  it('reads a record written before plans had teardown steps as one without any', () => {
+    const repo = new EngineRecordRepository(dir);
+    mkdirSync(repo.dir, { recursive: true });
+    const { teardown: _t, ...oldPlan } = RECORD.plan;
+    writeFileSync(join(repo.dir, 'r-1.json'), JSON.stringify({ ...RECORD, plan: oldPlan }));
+    expect(repo.list().records.map((r) => r.plan.teardown)).toEqual([[]]);
   });
 
   it('refuses a replica id that could name a file elsewhere', () => {

@@ -108,5 +108,7 @@ function parseRecord(value: unknown): EngineRecord {
       throw new Error('process.pid or process.startTime invalid');
     }
   }
+  // A record from an agent that predates teardown steps has none.
+  if (!Array.isArray(r.plan.teardown)) return { ...(r as EngineRecord), plan: { ...r.plan, teardown: [] } };
   return r as EngineRecord;
 }

@@ -112,9 +112,9 @@ export function planReplicaLaunch(spec: ReplicaSpec, port: number, settings: Lau
 function simulated(plan: LaunchPlan, spec: ReplicaSpec, sim: ProgramPrefix): LaunchPlan {
   if (plan.role === 'worker') {
     // A multi-node worker serves nothing: stand in with a process that only stays alive.
-    return { ...plan, command: sim.command, args: ['-e', 'setInterval(() => undefined, 1 << 30)'], setup: [] };
+    return { ...plan, command: sim.command, args: ['-e', 'setInterval(() => undefined, 1 << 30)'], setup: [], teardown: [] };
   }
-  return { ...plan, command: sim.command, args: [...sim.args, ...plan.args, '--engine', spec.engine], setup: [] };
+  return { ...plan, command: sim.command, args: [...sim.args, ...plan.args, '--engine', spec.engine], setup: [], teardown: [] };
 }
 
 /**

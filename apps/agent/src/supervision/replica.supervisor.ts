@@ -93,6 +93,9 @@ export class ReplicaSupervisor {
   private pendingFailure: string | undefined;
   private probeAbort: AbortController | undefined;
   private restartTimer: NodeJS.Timeout | undefined;
+  /** True once setup or the engine may have left something its teardown has to end. */
+  private needsTeardown = false;
+  private setupProc: EngineProcess | undefined;
 
   constructor(
     readonly spec: ReplicaSpec,
@@ -159,6 +162,7 @@ export class ReplicaSupervisor {
    */
   async adopt(record: EngineRecord): Promise<void> {
     const gen = ++this.generation;
+    this.needsTeardown = true; // the earlier agent process ran its setup
     if (record.failedReason !== undefined) {
       this.gaveUp = true;
       this.setState('failed', record.failedReason);
@@ -199,6 +203,11 @@ export class ReplicaSupervisor {
     if (this.restartTimer) clearTimeout(this.restartTimer);
     this.probeAbort?.abort('stopping');
     if (this.spawning) await this.spawning.catch(() => undefined);
+    const setup = this.setupProc;
+    if (setup?.isRunning()) {
+      setup.signal('SIGKILL');
+      await settlesWithin(setup.exited, KILL_WAIT_MS);
+    }
     const proc = this.proc;
     if (proc && proc.isRunning()) {
       this.log.note(`stopping pid ${proc.pid}: SIGTERM, SIGKILL after ${graceMs} ms`);
@@ -209,6 +218,7 @@ export class ReplicaSupervisor {
       if (!proc.adopted) proc.signal('SIGKILL'); // whatever it left in its group
     }
     this.proc = undefined;
+    await this.runTeardown();
     this.deps.records.remove(this.spec.replicaId);
     this.log.note('stopped');
     this.setState('stopped', undefined);
@@ -246,7 +256,10 @@ export class ReplicaSupervisor {
         });
         if (!current()) return;
       }
-      // 2. Setup commands, in order, each to completion.
+      // 2. What the last attempt left (a Ray head on its port), then the setup commands, in
+      //    order, each to completion.
+      await this.runTeardown();
+      if (!current()) return;
       for (const step of this.plan.setup) {
         await this.runSetup(step);
         if (!current()) return;
@@ -282,6 +295,7 @@ export class ReplicaSupervisor {
       this.spawning = undefined;
     }
     this.proc = proc;
+    this.needsTeardown = true;
     this.procStartedAt = this.deps.now();
     this.saveRecord();
     this.deps.logger.info({ replicaId: this.spec.replicaId, pid: proc.pid, port: this.snapshot().port, command: plan.command }, 'engine started');
@@ -289,17 +303,49 @@ export class ReplicaSupervisor {
   }
 
   private async runSetup(step: ProcessSpec): Promise<void> {
-    this.log.note(`setup: ${step.command} ${step.args.join(' ')}`);
-    const fd = this.log.openForAppend();
-    let proc: EngineProcess;
-    try {
-      proc = await spawnEngine({ command: step.command, args: step.args, env: { ...this.settings.engineEnv, ...this.plan.env }, logFd: fd });
-    } finally {
-      closeSync(fd);
-    }
+    this.needsTeardown = true;
+    const proc = await this.startStep('setup', step);
+    this.setupProc = proc;
+    if (this.stopping) proc.signal('SIGKILL'); // stop() came while it was being started
     const exit = await proc.exited;
+    if (this.setupProc === proc) this.setupProc = undefined;
     if (exit.code !== 0) {
       throw new AttemptFailure(`setup command ${step.command} ${describeExit(exit)}`, exitDetails(exit));
+    }
+  }
+
+  /**
+   * Runs the plan's teardown commands when an earlier setup or engine may have left something
+   * behind. Best effort: a step that fails or hangs past its bound is logged, and the next one
+   * still runs.
+   */
+  private async runTeardown(): Promise<void> {
+    if (!this.needsTeardown) return;
+    this.needsTeardown = false;
+    for (const step of this.plan.teardown) {
+      try {
+        const proc = await this.startStep('teardown', step);
+        if (!(await settlesWithin(proc.exited, KILL_WAIT_MS))) {
+          proc.signal('SIGKILL');
+          throw new Error(`${step.command} still ran after ${KILL_WAIT_MS} ms; killed`);
+        }
+        const exit = await proc.exited;
+        if (exit.code !== 0) throw new Error(`${step.command} ${describeExit(exit)}`);
+      } catch (error) {
+        this.log.note(`teardown failed: ${errorMessage(error)}`);
+        this.deps.logger.warn({ replicaId: this.spec.replicaId, err: errorMessage(error) }, 'teardown command failed');
+      }
+    }
+  }
+
+  /** Starts a setup or teardown command with the plan's environment, output into the engine log. */
+  private async startStep(kind: 'setup' | 'teardown', step: ProcessSpec): Promise<EngineProcess> {
+    this.log.note(`${kind}: ${step.command} ${step.args.join(' ')}`);
+    const fd = this.log.openForAppend();
+    try {
+      return await spawnEngine({ command: step.command, args: step.args, env: { ...this.settings.engineEnv, ...this.plan.env }, logFd: fd });
+    } finally {
+      closeSync(fd);
     }
   }
 
