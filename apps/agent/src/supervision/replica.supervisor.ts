@@ -96,6 +96,8 @@ export class ReplicaSupervisor {
   /** True once setup or the engine may have left something its teardown has to end. */
   private needsTeardown = false;
   private setupProc: EngineProcess | undefined;
+  /** True once setup has completed here (or in the agent that started the adopted engine). */
+  private setUp = false;
 
   constructor(
     readonly spec: ReplicaSpec,
@@ -132,7 +134,8 @@ export class ReplicaSupervisor {
 
   snapshot(): ReplicaSnapshot {
     const pid = this.pid;
-    const rendezvousPort = rendezvousPortOf(this.spec);
+    // Announced only once setup ran: the members told this port must find the Ray head on it.
+    const rendezvousPort = this.setUp ? rendezvousPortOf(this.spec) : undefined;
     return {
       replicaId: this.spec.replicaId,
       model: this.spec.model,
@@ -163,6 +166,7 @@ export class ReplicaSupervisor {
   async adopt(record: EngineRecord): Promise<void> {
     const gen = ++this.generation;
     this.needsTeardown = true; // the earlier agent process ran its setup
+    this.setUp = true;
     if (record.failedReason !== undefined) {
       this.gaveUp = true;
       this.setState('failed', record.failedReason);
@@ -264,6 +268,7 @@ export class ReplicaSupervisor {
         await this.runSetup(step);
         if (!current()) return;
       }
+      this.setUp = true;
       // 3. The engine itself, output straight into its log file.
       const proc = await this.spawn();
       if (!current()) {

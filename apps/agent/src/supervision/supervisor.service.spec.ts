@@ -1,12 +1,13 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { waitFor } from '@llmgw/testing';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { SILENT_LOGGER } from '../runtime/agent.logger';
 import { EngineRecordRepository } from '../state/engine-record.repository';
 import { SourcePolicy } from '../weights/source.policy';
 import { pickFreePort } from './free-port.picker';
-import type { ReplicaSpec } from './replica.model';
+import type { ReplicaSnapshot, ReplicaSpec } from './replica.model';
 import type { SupervisionSettings } from './replica.supervisor';
 import { SupervisorService } from './supervisor.service';
 
@@ -27,7 +28,7 @@ describe('SupervisorService ports of multi-node replicas', () => {
     rmSync(root, { recursive: true, force: true });
   });
 
-  function create(pickPort?: (host: string) => Promise<number>): SupervisorService {
+  function create(pickPort?: (host: string) => Promise<number>, simulated = true): SupervisorService {
     const settings: SupervisionSettings = {
       readyTimeoutMs: 60_000,
       readyPollMs: 1_000,
@@ -40,14 +41,14 @@ describe('SupervisorService ports of multi-node replicas', () => {
       liveness: { intervalMs: 60_000, timeoutMs: 1_000, failures: 3 },
       logDir: join(root, 'logs'),
       logRotation: { maxBytes: 1 << 20, files: 1 },
-      engineEnv: {},
+      engineEnv: { PATH: join(root, 'empty-bin') },
       // A process that only stays alive stands in for the engine (its flags are ignored).
       launch: {
         cacheDir: join(root, 'cache'),
         engineHost: '127.0.0.1',
         vllmBinary: 'vllm',
         llamaServerBinary: 'llama-server',
-        simEngine: { command: process.execPath, args: ['-e', 'setInterval(() => undefined, 1 << 30)'] },
+        ...(simulated && { simEngine: { command: process.execPath, args: ['-e', 'setInterval(() => undefined, 1 << 30)'] } }),
       },
     };
     service = new SupervisorService(settings, {
@@ -59,6 +60,11 @@ describe('SupervisorService ports of multi-node replicas', () => {
       ...(pickPort && { pickPort }),
     });
     return service;
+  }
+
+  /** The replica's snapshot once its setup ran (the rendezvous port is announced from then on). */
+  function setUp(s: SupervisorService, replicaId: string): Promise<ReplicaSnapshot> {
+    return waitFor(() => s.snapshots().find((x) => x.replicaId === replicaId && x.rendezvousPort !== undefined), { deadlineMs: 10_000, message: `${replicaId} announces its rendezvous port` });
   }
 
   function leaderSpec(replicaId: string, over: Partial<ReplicaSpec> = {}): ReplicaSpec {
@@ -87,8 +93,7 @@ describe('SupervisorService ports of multi-node replicas', () => {
   it('a multi-node rank 0 picks its rendezvous port on the node, reports it and rendezvouses at its own address', async () => {
     const s = create();
     expect(await s.start(leaderSpec('r-1'))).toMatchObject({ ok: true });
-    const snap = s.snapshots()[0];
-    expect(snap.rendezvousPort).toEqual(expect.any(Number));
+    const snap = await setUp(s, 'r-1');
     expect(snap.rendezvousPort).not.toBe(6379);
     expect(snap.rendezvousPort).not.toBe(snap.port);
     expect(s.get('r-1')?.spec.leaderAddress).toBe(`10.0.0.1:${snap.rendezvousPort}`);
@@ -99,8 +104,18 @@ describe('SupervisorService ports of multi-node replicas', () => {
     const s = create(() => Promise.resolve(picks.shift() as number));
     expect(await s.start(leaderSpec('r-1'))).toMatchObject({ ok: true });
     expect(await s.start(leaderSpec('r-2'))).toMatchObject({ ok: true });
-    const [one, two] = ['r-1', 'r-2'].map((id) => s.snapshots().find((x) => x.replicaId === id));
-    expect([one?.port, one?.rendezvousPort, two?.port, two?.rendezvousPort]).toEqual([41_000, 41_001, 41_002, 41_003]);
+    const [one, two] = [await setUp(s, 'r-1'), await setUp(s, 'r-2')];
+    expect([one.port, one.rendezvousPort, two.port, two.rendezvousPort]).toEqual([41_000, 41_001, 41_002, 41_003]);
+  });
+
+  it('announces no rendezvous port while its setup (the Ray head) has not run', async () => {
+    // Real plan, but no `ray` on PATH: the head cannot start, so nobody must be sent to it.
+    const s = create(undefined, false);
+    expect(await s.start(leaderSpec('r-1'))).toMatchObject({ ok: true });
+    const failed = await waitFor(() => s.snapshots().find((x) => x.state === 'failed'), { deadlineMs: 10_000, message: 'setup fails' });
+    expect(failed.reason).toMatch(/ray/);
+    expect(failed).not.toHaveProperty('rendezvousPort');
+    expect(s.get('r-1')?.spec.leaderAddress).toMatch(/^10\.0\.0\.1:\d+$/);
   });
 
   it('keeps a rendezvous address the controller names, and reports none on other members or single-node replicas', async () => {
@@ -109,8 +124,8 @@ describe('SupervisorService ports of multi-node replicas', () => {
     expect(await s.start(leaderSpec('r-1', { leaderAddress: `10.0.0.1:${known}` }))).toMatchObject({ ok: true });
     expect(await s.start(leaderSpec('r-2', { rank: 1, leaderAddress: `10.0.0.1:${known}` }))).toMatchObject({ ok: true });
     expect(await s.start(leaderSpec('r-3', { members: [], tensorParallel: 2, pipelineParallel: 1 }))).toMatchObject({ ok: true });
+    expect((await setUp(s, 'r-1')).rendezvousPort).toBe(known);
     const byId = new Map(s.snapshots().map((x) => [x.replicaId, x]));
-    expect(byId.get('r-1')?.rendezvousPort).toBe(known);
     expect(byId.get('r-2')).not.toHaveProperty('rendezvousPort');
     expect(byId.get('r-3')).not.toHaveProperty('rendezvousPort');
   });
