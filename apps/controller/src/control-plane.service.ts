@@ -144,6 +144,8 @@ export class ControlPlane implements AgentStreamHandler {
     this.grpc = new ControllerGrpcServer(
       agentService(this, config.joinToken, logger),
       routerService(this.publisher, this.usage, { token: config.routerToken, clock: this.clock, futureUsageClamped: (n) => metrics.countFutureUsage(n) }, logger),
+      { join: config.joinToken, router: config.routerToken },
+      logger,
     );
   }
 
