@@ -63,6 +63,12 @@ export class ControlPlane implements AgentStreamHandler {
   private readonly log: Logger;
   private phaseValue: Phase = 'standby';
   private termStartedAt = 0;
+  /** Node ids an operator's `nodes forget` is removing now. */
+  private readonly forgetting = new Set<string>();
+  /** How many times each node id was forgotten: an identity check that spans one is void. */
+  private readonly forgotten = new Map<string, number>();
+  /** Identity checks reading or writing the store now, by node id (a forget waits for them). */
+  private readonly checking = new Map<string, Set<Promise<unknown>>>();
   private settleUntil = 0;
   /** Nodes the store knew (not lost) when this term began: settling ends early once all of them reconnect. */
   private awaited = new Set<string>();
@@ -277,8 +283,27 @@ export class ControlPlane implements AgentStreamHandler {
 
   // ---- agent reports ----
 
-  authenticate(nodeId: string, secret: string | undefined): Promise<NodeAuthentication> {
-    return this.credentials.authenticate(nodeId, secret);
+  /**
+   * Checks a Register's node secret (see NodeCredentialService). Rejects (the agent is told
+   * UNAVAILABLE and retries) while the id is being forgotten, and when a forget began while the
+   * check ran: its answer may come from a credential the forget removes, and accepting it would
+   * leave a live session on an id with no credential, open to any agent with the join token.
+   */
+  async authenticate(nodeId: string, secret: string | undefined): Promise<NodeAuthentication> {
+    if (this.forgetting.has(nodeId)) throw new Error(`node '${nodeId}' is being forgotten`);
+    const generation = this.forgotten.get(nodeId) ?? 0;
+    const check = this.credentials.authenticate(nodeId, secret);
+    const inFlight = this.checking.get(nodeId) ?? new Set<Promise<unknown>>();
+    this.checking.set(nodeId, inFlight.add(check));
+    let auth: NodeAuthentication;
+    try {
+      auth = await check;
+    } finally {
+      inFlight.delete(check);
+      if (inFlight.size === 0 && this.checking.get(nodeId) === inFlight) this.checking.delete(nodeId);
+    }
+    if ((this.forgotten.get(nodeId) ?? 0) !== generation) throw new Error(`node '${nodeId}' was forgotten while its identity was checked`);
+    return auth;
   }
 
   registered(session: AgentSession, registration: NodeRegistration): void {
@@ -405,7 +430,18 @@ export class ControlPlane implements AgentStreamHandler {
         [{ path: 'node', message: `is ${entry.info.state}, not lost` }],
       );
     }
-    await this.options.store.nodes.remove(nodeId);
+    if (this.forgetting.has(nodeId)) throw new DomainError(ErrorCode.Conflict, `node '${nodeId}' is being forgotten already`);
+    // From here no Register for the id is accepted, and one whose check began earlier is voided
+    // (see authenticate); the store removal waits for those checks, so that it also removes a
+    // credential one of them bound.
+    this.forgetting.add(nodeId);
+    this.forgotten.set(nodeId, (this.forgotten.get(nodeId) ?? 0) + 1);
+    try {
+      await Promise.allSettled([...(this.checking.get(nodeId) ?? [])]);
+      await this.options.store.nodes.remove(nodeId);
+    } finally {
+      this.forgetting.delete(nodeId);
+    }
     this.nodes.remove(nodeId);
     this.recordEvent({ kind: 'forgotten', nodeId, reason: 'operator: nodes forget' });
     this.log.info({ nodeId }, 'node forgotten: its record and node secret are removed');

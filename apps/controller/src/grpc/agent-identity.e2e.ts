@@ -209,4 +209,63 @@ describe('node identity', () => {
     const stale = await connectAs(controller.grpc, { nodeId: 'node-2', nodeSecret: old.nodeSecret });
     expect(stale.code).toBe(status.PERMISSION_DENIED);
   }, 60_000);
+  it('a lost node reconnecting while it is being forgotten is told to retry, never left live on an id with no credential that another agent could take', async () => {
+    const forget = (node: string) => fetch(`${controller.http}/v1/admin/nodes/${node}`, { method: 'DELETE', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+    // The controller's own store: each call can be held back 800 ms to open the race.
+    const nodes = (controller.plane as unknown as { options: { store: { nodes: Record<'remove' | 'credentialHash', (id: string) => Promise<unknown>> } } }).options.store.nodes;
+    const slow = (name: 'remove' | 'credentialHash'): (() => void) => {
+      const original = nodes[name];
+      nodes[name] = async (id: string) => {
+        await new Promise((r) => setTimeout(r, 800));
+        return original.call(nodes, id);
+      };
+      return () => {
+        nodes[name] = original;
+      };
+    };
+    const lostNode = async (id: string): Promise<string> => {
+      const agent = new FakeAgent({ nodeId: id, controllers: [controller.grpc], token: JOIN_TOKEN, engines: 'none' });
+      agents.push(agent);
+      agent.connect();
+      await waitFor(() => agent.nodeSecret !== undefined && controller.plane.nodes.get(id)?.connected === true, { deadlineMs: 10_000, message: `${id} joined` });
+      await agent.kill();
+      await waitFor(() => controller.plane.nodes.get(id)?.info.state === 'lost', { deadlineMs: 15_000, message: `${id} lost` });
+      return agent.nodeSecret as string;
+    };
+    const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+    // A: the machine comes back while the store is removing the node.
+    const secret3 = await lostNode('node-3');
+    let restore = slow('remove');
+    const forgetting3 = forget('node-3');
+    await pause(200);
+    const during = await connectAs(controller.grpc, { nodeId: 'node-3', nodeSecret: secret3 }, { holdUntilWelcome: true });
+    restore();
+    expect((await forgetting3).status).toBe(204);
+    during.cancel();
+    // B: its identity check read the credential just before the forget removed it.
+    const secret4 = await lostNode('node-4');
+    restore = slow('credentialHash');
+    const spanning = connectAs(controller.grpc, { nodeId: 'node-4', nodeSecret: secret4 }, { holdUntilWelcome: true });
+    await pause(200);
+    restore();
+    expect((await forget('node-4')).status).toBe(204);
+    const across = await spanning;
+    across.cancel();
+
+    for (const [id, outcome] of [['node-3', during], ['node-4', across]] as const) {
+      expect(outcome.messages).toEqual([]);
+      expect(outcome.code).toBe(status.UNAVAILABLE);
+      // Forgotten for good: no record, no session, no credential.
+      expect(controller.plane.nodes.get(id)).toBeUndefined();
+      expect(controller.plane.sessions.get(id)).toBeUndefined();
+    }
+    const store = await openStore(db.url);
+    try {
+      expect(await store.nodes.credentialHash('node-3')).toBeUndefined();
+      expect(await store.nodes.credentialHash('node-4')).toBeUndefined();
+    } finally {
+      await store.close();
+    }
+  }, 90_000);
 });
