@@ -306,6 +306,10 @@ export class ControlPlane implements AgentStreamHandler {
     return auth;
   }
 
+  releaseSecret(nodeId: string, issued: string): Promise<void> {
+    return this.credentials.release(nodeId, issued);
+  }
+
   registered(session: AgentSession, registration: NodeRegistration): void {
     this.sessions.attach(session);
     const previous = this.nodes.get(registration.id);

@@ -107,6 +107,12 @@ describe.each(testBackends())('nodes on $name', (backend) => {
     // A re-installed machine binds the id again.
     expect(await store.nodes.bindCredential('gpu-01', 'hash-c', 1_767_225_600_002)).toBe(true);
     expect(await store.nodes.credentialHash('gpu-01')).toBe('hash-c');
+    // Releasing undoes only the binding to that exact hash (a secret that never reached its agent).
+    expect(await store.nodes.releaseCredential('gpu-01', 'hash-a')).toBe(false);
+    expect(await store.nodes.credentialHash('gpu-01')).toBe('hash-c');
+    expect(await store.nodes.releaseCredential('gpu-01', 'hash-c')).toBe(true);
+    expect(await store.nodes.credentialHash('gpu-01')).toBeUndefined();
+    expect(await store.nodes.bindCredential('gpu-01', 'hash-c', 1_767_225_600_003)).toBe(true);
     // A binding without a stored node is removed too.
     expect(await store.nodes.remove('gpu-01')).toBe(true);
     expect(await store.nodes.remove('gpu-01')).toBe(false);

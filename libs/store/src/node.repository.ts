@@ -78,6 +78,11 @@ export class TypeormNodeRepository implements NodeRepository {
     );
     return rows.length === 1;
   }
+
+  async releaseCredential(id: string, secretHash: string): Promise<boolean> {
+    const { affected } = await this.db.query('DELETE FROM node_credentials WHERE node_id = $1 AND secret_hash = $2', [id, secretHash]);
+    return affected > 0;
+  }
 }
 
 function notFound(id: string): DomainError {

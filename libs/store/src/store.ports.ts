@@ -42,6 +42,8 @@ export interface NodeRepository {
    * first joins exactly one wins). Returns whether this call made the binding.
    */
   bindCredential(id: string, secretHash: string, at: number): Promise<boolean>;
+  /** Undoes a binding of exactly `secretHash` (one whose secret never reached its agent); returns whether it existed. */
+  releaseCredential(id: string, secretHash: string): Promise<boolean>;
 }
 
 /** What may change on a stored replica. `reason: null` clears the reason. */

@@ -268,4 +268,49 @@ describe('node identity', () => {
       await store.close();
     }
   }, 90_000);
+  it('a first join whose stream is gone before its Welcome binds no secret: the agent’s retry is welcomed with one instead of being locked out', async () => {
+    const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
+    const plane = controller.plane as unknown as { admit(): Promise<unknown>; options: { store: { nodes: { credentialHash(id: string): Promise<unknown> } } } };
+    /** Opens Connect, sends Register, and cancels the stream after `ms` (as an agent's Welcome timeout does). */
+    const registerThenCancel = async (nodeId: string, ms: number): Promise<void> => {
+      const client = new AgentServiceClient(controller.grpc, credentials.createInsecure());
+      const metadata = new Metadata();
+      metadata.set('authorization', `Bearer ${JOIN_TOKEN}`);
+      const call = client.connect(metadata);
+      call.on('error', () => undefined);
+      call.write({ payload: { $case: 'register', value: { nodeId, address: '127.0.0.1', labels: {}, gpus: [], cpuCores: 4, memoryBytes: 8e9, replicas: [], agentVersion: 'slow' } } });
+      await pause(ms);
+      call.cancel();
+      client.close();
+    };
+    // A: the controller is still loading its state (admit waits) when the agent gives up.
+    const admit = plane.admit;
+    plane.admit = async () => {
+      await pause(800);
+      return admit.call(controller.plane);
+    };
+    await registerThenCancel('node-5', 200);
+    await pause(1_000);
+    plane.admit = admit;
+    // B: the store is slow to answer the identity check itself.
+    const nodes = plane.options.store.nodes;
+    const credentialHash = nodes.credentialHash;
+    nodes.credentialHash = async (id: string) => {
+      await pause(800);
+      return credentialHash.call(nodes, id);
+    };
+    await registerThenCancel('node-6', 200);
+    await pause(1_000);
+    nodes.credentialHash = credentialHash;
+
+    for (const id of ['node-5', 'node-6']) {
+      // Nothing was kept for the stream that went away.
+      expect(controller.plane.nodes.get(id)).toBeUndefined();
+      const retry = await connectAs(controller.grpc, { nodeId: id }, { holdUntilWelcome: true });
+      retry.cancel();
+      expect(retry.code).toBe(status.OK);
+      const welcome = retry.messages[0];
+      expect(welcome?.$case === 'welcome' && welcome.value.nodeSecret).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    }
+  }, 60_000);
 });

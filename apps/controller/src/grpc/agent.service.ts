@@ -19,6 +19,8 @@ export interface AgentStreamHandler {
   readonly heartbeatIntervalMs: number;
   /** Checks the node secret against the one bound to the id (binding a new one at a first join); may reject when the store cannot answer. */
   authenticate(nodeId: string, secret: string | undefined): Promise<NodeAuthentication>;
+  /** Undoes the binding to a secret `authenticate` just issued, when its stream went away before the Welcome. */
+  releaseSecret(nodeId: string, issued: string): Promise<void>;
   registered(session: AgentSession, registration: NodeRegistration): void;
   heartbeat(nodeId: string, heartbeat: NodeHeartbeat): void;
   replicaStatus(nodeId: string, status: ReplicaStatusReport): void;
@@ -55,6 +57,7 @@ export function agentService(handler: AgentStreamHandler, joinToken: string | un
         log.warn({ peer, nodeId: session?.nodeId, details }, 'agent stream refused');
         call.emit('error', { code, details });
       };
+      const gone = (): boolean => failed || call.cancelled || call.destroyed;
       const handle = async (req: ConnectRequest): Promise<void> => {
         if (failed) return;
         const p = req.payload;
@@ -69,6 +72,8 @@ export function agentService(handler: AgentStreamHandler, joinToken: string | un
             failed = true;
             return;
           }
+          // The agent gave up while admission waited (its Welcome timeout): bind nothing for a stream nobody reads.
+          if (gone()) return;
           let auth: NodeAuthentication;
           try {
             auth = await handler.authenticate(registration.id, p.value.nodeSecret);
@@ -80,7 +85,12 @@ export function agentService(handler: AgentStreamHandler, joinToken: string | un
             log.warn({ peer, nodeId: registration.id, address: registration.address }, 'agent refused: node id bound to another agent');
             return fail(status.PERMISSION_DENIED, auth.reason);
           }
-          if (failed) return;
+          if (gone()) {
+            // A secret issued to a stream that is gone would reach no one and lock the id out.
+            if (auth.issued !== undefined) await handler.releaseSecret(registration.id, auth.issued);
+            log.info({ peer, nodeId: registration.id }, 'agent stream closed before its Welcome; nothing kept');
+            return;
+          }
           session = new AgentSession(registration.id, call);
           if (auth.issued !== undefined) log.info({ peer, nodeId: registration.id }, 'node id bound to a new node secret');
           const welcome = { heartbeatIntervalMs: handler.heartbeatIntervalMs, controllerId: handler.controllerId, ...(auth.issued !== undefined ? { nodeSecret: auth.issued } : {}) };

@@ -21,7 +21,7 @@ export function hashNodeSecret(secret: string): string {
  */
 export class NodeCredentialService {
   constructor(
-    private readonly store: Pick<NodeRepository, 'credentialHash' | 'bindCredential'>,
+    private readonly store: Pick<NodeRepository, 'credentialHash' | 'bindCredential' | 'releaseCredential'>,
     private readonly clock: Clock,
     private readonly random: (bytes: number) => Buffer = randomBytes,
   ) {}
@@ -39,6 +39,11 @@ export class NodeCredentialService {
     const secret = this.random(SECRET_BYTES).toString('base64url');
     if (await this.store.bindCredential(nodeId, hashNodeSecret(secret), this.clock.now())) return { ok: true, issued: secret };
     return { ok: false, reason: `node id '${nodeId}' was just bound to another agent` };
+  }
+
+  /** Undoes the binding to a secret just issued that never reached its agent (its stream went away first). */
+  async release(nodeId: string, issued: string): Promise<void> {
+    await this.store.releaseCredential(nodeId, hashNodeSecret(issued));
   }
 }
 
