@@ -24,6 +24,12 @@ export interface Candidate {
    * (failed, stale or not yet taken). Individual fields may also be undefined: unknown.
    */
   readonly load?: EngineLoad;
+  /**
+   * Requests this router had in flight on the endpoint when `load` was read. With it, the
+   * scorers add what this router sent (or saw finish) since that scrape to the scraped figures;
+   * without it (or without `load`) they use the scraped figures as they are.
+   */
+  readonly inFlightAtScrape?: number;
   /** Sequences the engine decodes together, when known (for running-vs-capacity). */
   readonly maxRunning?: number;
   /** What the endpoint's recent scrapes say of it (see scrapeHealth); absent = no failure recorded (`ok`). */

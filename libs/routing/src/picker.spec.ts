@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { Candidate } from './candidate';
-import { DEFAULT_SCORER_WEIGHTS } from './scorers';
+import { DEFAULT_SCORER_WEIGHTS, estimatedLoad } from './scorers';
 import { buildScorers, EndpointPicker } from './picker';
 
 const seq = (...values: number[]) => {
@@ -86,6 +86,46 @@ describe('EndpointPicker scoring', () => {
       cand('known', { load: { waiting: 0, running: 1, kvUsage: 0.2 } }),
     ]);
     expect(r.ok && r.chosen.id).toBe('known');
+  });
+
+  /**
+   * Picks `n` requests one after another between two scrapes (none finishes), acquiring each on
+   * the chosen endpoint as the router does, and counts where they went.
+   */
+  function burst(start: Candidate[], n: number): Record<string, number> {
+    const cs = start.map((c) => ({ ...c }));
+    const counts: Record<string, number> = Object.fromEntries(cs.map((c) => [c.id, 0]));
+    const p = picker(seq(0.1, 0.6, 0.3, 0.9, 0.5));
+    for (let i = 0; i < n; i++) {
+      const r = p.pick({ model: 'm' }, cs);
+      if (!r.ok) throw new Error('nothing picked');
+      counts[r.chosen.id]++;
+      const chosen = cs.find((c) => c.id === r.chosen.id) as { inFlight: number };
+      chosen.inFlight++;
+    }
+    return counts;
+  }
+
+  it('counts what it sent since the last scrape, so the endpoint that looked emptiest then does not take every request until the next one', () => {
+    // At the scrape, a had just emptied; the seven others each ran 2 and queued 1, all this router's.
+    const scraped = (id: string, running: number, waiting: number, inFlight: number): Candidate =>
+      cand(id, { inFlight, load: { running, waiting }, inFlightAtScrape: inFlight });
+    const start = [scraped('a', 0, 0, 0), ...['b', 'c', 'd', 'e', 'f', 'g', 'h'].map((id) => scraped(id, 2, 1, 3))];
+    const counts = burst(start, 16);
+    // Fresh estimates: a catches up with the others (3 in flight), then the 16 spread evenly.
+    expect(counts.a).toBeLessThanOrEqual(5);
+    expect(Math.max(...Object.values(counts)) - Math.min(...Object.values(counts).slice(1))).toBeLessThanOrEqual(2);
+    // The same picture without the in-flight count at the scrape is the old herding: a takes far more than its share.
+    const stale = start.map(({ inFlightAtScrape: _ignored, ...c }) => c);
+    expect(burst(stale, 16).a).toBeGreaterThan(8);
+  });
+
+  it('estimates the load now from the scrape and what this router sent or saw finish since, never below 0, unknown kept unknown', () => {
+    expect(estimatedLoad(cand('a', { inFlight: 5, inFlightAtScrape: 2, load: { running: 4, waiting: 1 } }))).toEqual({ running: 7, waiting: 4 });
+    expect(estimatedLoad(cand('a', { inFlight: 0, inFlightAtScrape: 3, load: { running: 2, waiting: 1 } }))).toEqual({ running: 0, waiting: 0 });
+    expect(estimatedLoad(cand('a', { inFlight: 5, inFlightAtScrape: 2, load: { kvUsage: 0.5 } }))).toEqual({});
+    expect(estimatedLoad(cand('a', { inFlight: 5, load: { running: 4 } }))).toEqual({ running: 4 });
+    expect(estimatedLoad(cand('a', { inFlight: 5 }))).toEqual({});
   });
 
   it('breaks ties with the injected randomness', () => {

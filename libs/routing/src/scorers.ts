@@ -23,7 +23,26 @@ export function invertedMinMax(values: readonly number[]): number[] {
 }
 
 /**
- * Engine waiting queue. With no fresh `waiting` value the endpoint is judged by the requests
+ * The engine's running and waiting counts as they are likely to be now: the scraped figures plus
+ * what this router has sent there since the scrape, minus what it saw finish (never below 0).
+ * A scrape is up to an interval old; without this every choice in between sees the same
+ * figures, and the endpoint that looked emptiest at the last scrape takes every request until
+ * the next one (herding). What this router added is counted as both running and waiting:
+ * without the engine's capacity it cannot know which, and erring towards "busier" is what
+ * spreads the next choices. Unknown fields stay unknown.
+ */
+export function estimatedLoad(c: Candidate): { readonly running?: number; readonly waiting?: number } {
+  const load = c.load;
+  if (load === undefined) return {};
+  const delta = c.inFlightAtScrape === undefined ? 0 : c.inFlight - c.inFlightAtScrape;
+  return {
+    ...(load.running === undefined ? {} : { running: Math.max(0, load.running + delta) }),
+    ...(load.waiting === undefined ? {} : { waiting: Math.max(0, load.waiting + delta) }),
+  };
+}
+
+/**
+ * Engine waiting queue (as estimated now, see estimatedLoad). With no fresh `waiting` value the endpoint is judged by the requests
  * this router has in flight beyond the engine's known capacity (or all of them when capacity
  * is unknown) — a proxy that is honest about what we do know, never "idle".
  */
@@ -31,19 +50,20 @@ export const queueScorer: Scorer = {
   name: 'queue',
   score: (cs) =>
     invertedMinMax(
-      cs.map((c) => c.load?.waiting ?? (c.maxRunning !== undefined ? Math.max(0, c.inFlight - c.maxRunning) : c.inFlight)),
+      cs.map((c) => estimatedLoad(c).waiting ?? (c.maxRunning !== undefined ? Math.max(0, c.inFlight - c.maxRunning) : c.inFlight)),
     ),
 };
 
 /**
- * Engine running sequences against capacity: 1 − running/maxRunning when both are known;
+ * Engine running sequences (as estimated now, see estimatedLoad) against capacity:
+ * 1 − running/maxRunning when both are known;
  * otherwise running (or local in-flight) normalised across candidates.
  */
 export const runningScorer: Scorer = {
   name: 'running',
   score: (cs) => {
     const allCapacity = cs.every((c) => c.maxRunning !== undefined && c.maxRunning > 0);
-    const running = cs.map((c) => c.load?.running ?? c.inFlight);
+    const running = cs.map((c) => estimatedLoad(c).running ?? c.inFlight);
     if (allCapacity) return running.map((r, i) => 1 - Math.min(1, r / (cs[i].maxRunning as number)));
     return invertedMinMax(running);
   },

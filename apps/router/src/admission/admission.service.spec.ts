@@ -39,9 +39,9 @@ describe('AdmissionService', () => {
     const { admission, registry, clock } = setup({ thresholds: { maxWaiting: 10, maxKvUsage: 0.9, maxInFlight: 100 } });
     const a = registry.get('a');
     if (!a) throw new Error('missing');
-    a.lastScrape = { load: { waiting: 10 }, at: clock.now() };
+    a.lastScrape = { load: { waiting: 10 }, at: clock.now(), inFlight: a.inFlight };
     for (let i = 0; i < 5; i++) expect(leaseOf(admission.admit('m'))).toBe('b');
-    a.lastScrape = { load: { kvUsage: 0.95 }, at: clock.now() };
+    a.lastScrape = { load: { kvUsage: 0.95 }, at: clock.now(), inFlight: a.inFlight };
     expect(leaseOf(admission.admit('m'))).toBe('b');
   });
 

@@ -30,7 +30,7 @@ describe('EndpointRegistry', () => {
     a.release('failure');
     a.acquire(clock.now());
     a.release('failure');
-    a.lastScrape = { load: { waiting: 3 }, at: clock.now() };
+    a.lastScrape = { load: { waiting: 3 }, at: clock.now(), inFlight: a.inFlight };
     expect([a.inFlight, a.breaker.state]).toEqual([1, 'open']);
 
     const result = r.apply(snap(2, [{ ...ep('a'), suspect: true }, ep('c')]), { resync: false });
@@ -155,7 +155,7 @@ describe('EndpointRegistry', () => {
     r.apply(snap(1, [ep('a')]), { resync: true });
     const a = r.get('a');
     if (!a) throw new Error('missing');
-    a.lastScrape = { load: { waiting: 7 }, at: 0 };
+    a.lastScrape = { load: { waiting: 7 }, at: 0, inFlight: a.inFlight };
     expect(a.candidate(3_000).load).toEqual({ waiting: 7 });
     expect(a.candidate(3_001).load).toBeUndefined();
   });

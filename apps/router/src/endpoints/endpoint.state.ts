@@ -13,10 +13,11 @@ export interface EndpointTarget {
   readonly key: string;
 }
 
-/** One successful scrape: the engine's load and when it was read (ms since epoch). */
+/** One successful scrape: the engine's load, when it was read (ms since epoch) and this router's in-flight count then. */
 export interface ScrapeReading {
   readonly load: EngineLoad;
   readonly at: number;
+  readonly inFlight: number;
 }
 
 /** A candidate the picker returns, carrying the live state it was built from. */
@@ -107,6 +108,12 @@ export class EndpointState {
     return s !== undefined && now - s.at <= this.options.scrapeStaleAfterMs ? s.load : undefined;
   }
 
+  /** The candidate's view of the newest fresh scrape: its load and the in-flight count it was read at; nothing when stale. */
+  private freshScrape(now: number): Pick<Candidate, 'load' | 'inFlightAtScrape'> {
+    const s = this.lastScrape;
+    return s !== undefined && now - s.at <= this.options.scrapeStaleAfterMs ? { load: s.load, inFlightAtScrape: s.inFlight } : {};
+  }
+
   /** What the scrapes say of this endpoint now (ok, suspect, unavailable). */
   get scrapeHealth(): ScrapeHealth {
     return scrapeHealth(this.scrapeFailures, { unavailableAfter: this.options.scrapeUnavailableAfter });
@@ -123,7 +130,7 @@ export class EndpointState {
       breaker,
       probeAvailable: breaker === 'half-open' && this.breaker.available,
       inFlight: this.inFlight,
-      load: this.freshLoad(now),
+      ...this.freshScrape(now),
       scrapeHealth: this.scrapeHealth,
       state: this,
     };

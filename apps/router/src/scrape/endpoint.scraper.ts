@@ -81,7 +81,7 @@ export class EndpointScraper {
       const text = await this.fetchMetrics(state);
       const load = readLoad(text, state.mapping, { modelName: state.endpoint.model });
       if (state.removed) return;
-      state.lastScrape = { load, at: this.clock.now() };
+      state.lastScrape = { load, at: this.clock.now(), inFlight: state.inFlight };
       state.lastScrapeError = undefined;
       this.countFailures(state, false);
       this.onReading(state);
