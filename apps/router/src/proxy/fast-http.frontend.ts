@@ -153,12 +153,6 @@ export class FastResponse {
     return this;
   }
 
-  /** Ends the response and then the connection (a cut stream's last event). */
-  endAndClose(chunk: Buffer | string): void {
-    this.conn.keepAlive = false;
-    this.end(chunk);
-  }
-
   /** Drops the connection at once. */
   destroy(): void {
     this.conn.socket.destroy();

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { IncomingMessage } from 'node:http';
 import type { ApiEndpoint, Clock } from '@llmgw/domain';
 import type { Logger } from 'pino';
 import { Waiter, type Admission, type AdmissionService } from '../admission/admission.service';
@@ -12,7 +12,7 @@ import type { ModelView } from '../endpoints/routing-snapshot';
 import type { RouterMetrics } from '../metrics/router.metrics';
 import type { ApiRequest, ApiResponse } from './api-exchange';
 import type { EngineCall, EngineCallTimeouts, EnginePool, EngineRequestError, EngineResponseHandler } from './engine-connection.pool';
-import { FastRequest, FastResponse } from './fast-http.frontend';
+import { FastRequest } from './fast-http.frontend';
 import { joinForWrite } from './http1.syntax';
 import type { ResponseHead } from './http1-response.parser';
 import { scanRequestBody } from './request-body.scanner';
@@ -179,15 +179,6 @@ function endsWithBlankLine(chunk: Buffer): boolean {
   return chunk[n - 2] === 0x0a || (n >= 4 && chunk[n - 2] === 0x0d && chunk[n - 3] === 0x0a);
 }
 
-/** Ends a started response with `last` and then closes the client connection. */
-function endAndClose(res: ApiResponse, last: string): void {
-  if (res instanceof FastResponse) {
-    res.endAndClose(last);
-    return;
-  }
-  const node = res as ServerResponse;
-  node.end(last, () => node.socket?.end());
-}
 
 type UpstreamFailure = 'connect' | 'reset' | 'timeout' | 'status_5xx' | 'stream_cut';
 
@@ -634,7 +625,9 @@ export class ProxyHandler {
         const last = ex.lastChunk;
         const atBoundary = last === undefined || endsWithBlankLine(last);
         const event = sseErrorEvent('stream_interrupted', `The engine serving model '${ex.model}' stopped in the middle of the response: ${detail}`);
-        endAndClose(res, atBoundary ? event : `\n\n${event}`);
+        // A complete chunked body: the client's connection stays usable. Closing it here raced
+        // the client's next request on the same keep-alive connection ("fetch failed").
+        res.end(atBoundary ? event : `\n\n${event}`);
       } else {
         res.destroy();
       }
