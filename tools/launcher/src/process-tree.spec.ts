@@ -92,7 +92,7 @@ describe('readProcessTable on the real /proc', () => {
           tracker.refresh();
           return tracker.alive().find((p) => p.comm === 'sleep');
         },
-        { deadlineMs: 30_000, message: 'the detached sleeper' },
+        { deadlineMs: 60_000, message: 'the detached sleeper' },
       );
       expect(sleeper.pgrp).toBe(sleeper.pid);
       expect(readProcessTable().get(sleeper.pid)?.ppid).toBe(parent.pid);
@@ -104,5 +104,5 @@ describe('readProcessTable on the real /proc', () => {
     } finally {
       parent.kill('SIGKILL');
     }
-  });
+  }, 90_000);
 });
