@@ -365,17 +365,24 @@ describe.concurrent('llama-engine failures and shutdown', () => {
     const worker = workerPid(proc);
     await waitReady(base);
     expect(await getJson(`${base}/metrics`)).toMatchObject({ status: 501, body: { error: { code: 501, type: 'not_supported_error' } } });
-    const inFlight = fetch(`${base}/v1/completions`, {
+    // Wait for the first event, so the stream's head is out: before that the engine answers a plain JSON 503.
+    const res = await fetch(`${base}/v1/completions`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ prompt: 'interrupted', max_tokens: 5000, temperature: 0, stream: true }),
-    })
-      .then((r) => r.text())
-      .catch((error: unknown) => `failed: ${String(error)}`);
-    await waitFor(async () => ((await getJson(`${base}/slots`)).body as Array<{ is_processing: boolean }>)[0].is_processing, {
-      deadlineMs: 10_000,
-      message: 'a request in flight',
     });
+    expect(res.status).toBe(200);
+    const reader = res.body!.getReader();
+    const first = await reader.read();
+    expect(new TextDecoder().decode(first.value)).toMatch(/^data: /);
+    const inFlight = (async () => {
+      let rest = '';
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) return rest;
+        rest += new TextDecoder().decode(value);
+      }
+    })().catch((error: unknown) => `failed: ${String(error)}`);
     const started = performance.now();
     process.kill(proc.pid, 'SIGTERM'); // the engine alone, not its process group
     expect(await proc.waitForExit(10_000)).toEqual({ code: 0, signal: null });
