@@ -1,6 +1,7 @@
 // The catalog REST API as a real process on port 0, on SQLite and PostgreSQL: revisions with
 // ETag/If-Match, every problem as problem+json with nothing stored, YAML bodies, revisions and
 // restore, the admin token, the body limit, single-model edits and concurrent writers.
+import { ErrorCode, HTTP_STATUS_OF } from '@llmgw/domain';
 import { openStore, type Store } from '@llmgw/store';
 import { stopAllSpawned, testBackends, type TestDatabase } from '@llmgw/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -88,6 +89,13 @@ describe.each(testBackends())('catalog API on $name', (backend) => {
       }
     }
     expect((await current()).models.map((m) => m.name)).not.toContain('sneaky');
+  });
+
+  it('answers a domain code with the status and type every llmgw REST API gives it (the admin API e2e holds the same)', async () => {
+    const unauthenticated = await call('GET', '/v1/catalog', { auth: false, headers: { authorization: 'Bearer wrong-token-0123456789' } });
+    expect(unauthenticated).toMatchObject({ status: HTTP_STATUS_OF[ErrorCode.Unauthenticated], body: { code: 'unauthenticated', type: 'https://llmgw.dev/problems/unauthorized' } });
+    const missing = await call('GET', '/v1/catalog/models/no-such-model');
+    expect(missing).toMatchObject({ status: HTTP_STATUS_OF[ErrorCode.NotFound], body: { code: 'not_found', type: 'https://llmgw.dev/problems/not-found' } });
   });
 
   it('creates the first catalog with If-Match "0", tags every answer with its revision, and refuses a stale write with 412', async () => {

@@ -1,12 +1,11 @@
 import { Module, type DynamicModule } from '@nestjs/common';
-import { APP_FILTER } from '@nestjs/core';
-import { ObservabilityModule, ROOT_LOGGER, type Logger } from '@llmgw/observability';
+import { CatalogError } from '@llmgw/catalog';
+import { ObservabilityModule, problemFilterProvider, ProblemError, ROOT_LOGGER, type Logger } from '@llmgw/observability';
 import type { Registry } from 'prom-client';
 import { AdminTokenGuard } from './api/admin-token.guard';
 import { CatalogApiController } from './api/catalog-api.controller';
 import { CatalogApiService, type CatalogApiStore } from './api/catalog-api.service';
 import { DocsController } from './api/docs.controller';
-import { ProblemExceptionFilter } from './api/problem.exception-filter';
 import { CATALOG_CONFIG, type CatalogConfig } from './config/catalog.config';
 import { CATALOG_STORE, catalogStoreProvider, CatalogStoreLifecycle } from './store/catalog-store.provider';
 
@@ -38,7 +37,11 @@ export class CatalogModule {
           inject: [CATALOG_STORE, ROOT_LOGGER],
           useFactory: (store: CatalogApiStore, logger: Logger) => new CatalogApiService(store, logger),
         },
-        { provide: APP_FILTER, useClass: ProblemExceptionFilter },
+        problemFilterProvider({
+          context: 'CatalogApi',
+          realm: 'llmgw-catalog',
+          refine: (error) => (error instanceof CatalogError ? new ProblemError('invalid-catalog', error.message.split('\n')[0], error.problems) : undefined),
+        }),
       ],
       exports: [CATALOG_CONFIG],
     };

@@ -2,6 +2,7 @@
 // application/problem+json (malformed and oversized bodies, unknown routes and methods included),
 // and `gc/collect` removes nothing unless the body says, as JSON, exactly where.
 import { cacheName } from '@llmgw/catalog';
+import { ErrorCode, HTTP_STATUS_OF } from '@llmgw/domain';
 import { sqliteBackend, waitFor } from '@llmgw/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FakeAgent } from './test/agent.fake';
@@ -96,6 +97,17 @@ describe('admin API errors and gc collect scope', () => {
     }
     expect(collectCommands()).toEqual([]);
     expect(await gcEntries()).toEqual(['node-a', 'node-b']);
+  });
+
+  it('answers a domain code with the status and type every llmgw REST API gives it (the catalog API e2e holds the same)', async () => {
+    const unauthenticated = await fetch(`${controller.http}/v1/admin/nodes`, { headers: { authorization: 'Bearer wrong-token-0123456789' } });
+    expect(unauthenticated.headers.get('www-authenticate')).toMatch(/^Bearer realm=/);
+    expect(await problem(unauthenticated)).toMatchObject({ status: HTTP_STATUS_OF[ErrorCode.Unauthenticated], code: 'unauthenticated', type: 'https://llmgw.dev/problems/unauthorized' });
+    expect(await problem(admin('/nodes/no-such-node/cordon', { method: 'POST' }))).toMatchObject({
+      status: HTTP_STATUS_OF[ErrorCode.NotFound],
+      code: 'not_found',
+      type: 'https://llmgw.dev/problems/not-found',
+    });
   });
 
   it('an unknown node is a 404 and nothing is collected anywhere, even beside a known one', async () => {

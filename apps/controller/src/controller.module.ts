@@ -1,13 +1,11 @@
 import { Inject, Injectable, Module, type DynamicModule, type OnApplicationShutdown } from '@nestjs/common';
-import { APP_FILTER } from '@nestjs/core';
 import type { Clock } from '@llmgw/domain';
-import { ObservabilityModule, ReadinessService, type Logger } from '@llmgw/observability';
+import { ObservabilityModule, problemFilterProvider, ReadinessService, type Logger } from '@llmgw/observability';
 import { openStore, redactDatabaseUrl, type Store } from '@llmgw/store';
 import type { Registry } from 'prom-client';
 import { AdminController, ADMIN_SERVICE } from './admin/admin.controller';
 import { AdminGuard } from './admin/admin.guard';
 import { AdminService } from './admin/admin.service';
-import { ProblemExceptionFilter } from './admin/problem.exception-filter';
 import { CONTROLLER_CONFIG, type ControllerConfig } from './config/controller.config';
 import { ControlPlane } from './control-plane.service';
 
@@ -81,7 +79,7 @@ export class ControllerModule {
         ControlPlaneLifecycle,
         AdminGuard,
         // App-wide, so a malformed or oversized body and an unknown route or method are problem+json too.
-        { provide: APP_FILTER, useClass: ProblemExceptionFilter },
+        problemFilterProvider({ context: 'AdminApi', realm: 'llmgw-controller-admin' }),
       ],
       exports: [CONTROLLER_CONFIG, CONTROL_PLANE],
     };

@@ -1,5 +1,6 @@
 export * from './clock';
 export * from './errors';
+export * from './error-status';
 export * from './engine';
 export * from './catalog';
 export * from './node';

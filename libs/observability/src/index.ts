@@ -5,3 +5,4 @@ export * from './metrics.registry';
 export * from './nest-logger.adapter';
 export * from './observability.module';
 export * from './readiness.service';
+export * from './problem.filter';

@@ -2,14 +2,12 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import { Inject, Injectable, type CanActivate, type ExecutionContext } from '@nestjs/common';
 import type { IncomingMessage } from 'node:http';
 import { CATALOG_CONFIG, type CatalogConfig } from '../config/catalog.config';
-import { HttpProblemError } from './http-problem.error';
-
-const CHALLENGE = { 'www-authenticate': 'Bearer realm="llmgw-catalog"' };
+import { ProblemError } from '@llmgw/observability';
 
 /**
  * Lets a request through only with `Authorization: Bearer <LLMGW_CATALOG_ADMIN_TOKEN>`, compared
  * in constant time. Without a configured token every request is refused: an unset secret never
- * means "open". Refusals are 401 problems with a `WWW-Authenticate` challenge.
+ * means "open". Refusals are 401 problems, which the problem filter gives a `WWW-Authenticate` challenge.
  */
 @Injectable()
 export class AdminTokenGuard implements CanActivate {
@@ -22,13 +20,13 @@ export class AdminTokenGuard implements CanActivate {
   canActivate(context: ExecutionContext): boolean {
     const req = context.switchToHttp().getRequest<IncomingMessage>();
     if (this.expected === undefined) {
-      throw new HttpProblemError('unauthorized', 'the catalog API is locked: LLMGW_CATALOG_ADMIN_TOKEN is not set on the server', [], { headers: CHALLENGE });
+      throw new ProblemError('unauthorized', 'the catalog API is locked: LLMGW_CATALOG_ADMIN_TOKEN is not set on the server');
     }
     const header = req.headers.authorization;
     const match = typeof header === 'string' ? /^Bearer +(\S+) *$/i.exec(header) : null;
-    if (!match) throw new HttpProblemError('unauthorized', 'send Authorization: Bearer <admin token>', [], { headers: CHALLENGE });
+    if (!match) throw new ProblemError('unauthorized', 'send Authorization: Bearer <admin token>');
     if (!timingSafeEqual(digest(match[1]), this.expected)) {
-      throw new HttpProblemError('unauthorized', 'the admin token is wrong', [], { headers: CHALLENGE });
+      throw new ProblemError('unauthorized', 'the admin token is wrong');
     }
     return true;
   }

@@ -5,7 +5,7 @@ import { AdminTokenGuard } from './admin-token.guard';
 import { CatalogApiService, type CatalogView, type ModelView, type RevisionSummary, type ValidationReport } from './catalog-api.service';
 import { readCatalogBody } from './catalog-body.reader';
 import { parseIfMatch, revisionTag } from './entity-tag.parser';
-import { HttpProblemError } from './http-problem.error';
+import { ProblemError } from '@llmgw/observability';
 
 /** Header naming who made a change, stored with the revision; default `admin`. */
 export const AUTHOR_HEADER = 'llmgw-author';
@@ -46,7 +46,7 @@ export class CatalogApiController {
       document = await readCatalogBody(req, this.config.bodyLimitBytes);
     } catch (error) {
       // A body that cannot be parsed is a dry run's answer too; size and media type stay errors.
-      if (error instanceof HttpProblemError && error.kind === 'unparseable-body') {
+      if (error instanceof ProblemError && error.kind === 'unparseable-body') {
         return { valid: false, problems: error.problems.length > 0 ? [...error.problems] : [{ path: '', message: error.detail }] };
       }
       throw error;
@@ -110,7 +110,7 @@ function authorOf(req: IncomingMessage): string {
   if (raw === undefined) return DEFAULT_AUTHOR;
   const text = Array.isArray(raw) ? raw.join(',') : raw;
   if (!/^[\x20-\x7e]{1,128}$/.test(text) || text.trim() === '') {
-    throw new HttpProblemError('bad-request', `${AUTHOR_HEADER} must be 1 to 128 printable ASCII characters`, [
+    throw new ProblemError('bad-request', `${AUTHOR_HEADER} must be 1 to 128 printable ASCII characters`, [
       { path: AUTHOR_HEADER, message: 'must be 1 to 128 printable ASCII characters' },
     ]);
   }
@@ -120,7 +120,7 @@ function authorOf(req: IncomingMessage): string {
 function wholeNumber(name: string, raw: string, min: number, max: number): number {
   const n = /^\d{1,16}$/.test(raw) ? Number(raw) : Number.NaN;
   if (!Number.isSafeInteger(n) || n < min || n > max) {
-    throw new HttpProblemError('bad-request', `${name} must be a whole number from ${min} to ${max} (got ${JSON.stringify(raw)})`, [
+    throw new ProblemError('bad-request', `${name} must be a whole number from ${min} to ${max} (got ${JSON.stringify(raw)})`, [
       { path: name, message: `must be a whole number from ${min} to ${max}` },
     ]);
   }

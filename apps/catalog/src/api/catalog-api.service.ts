@@ -3,7 +3,7 @@ import { DomainError, ErrorCode, type Problem } from '@llmgw/domain';
 import type { CatalogRepository, CatalogRevision, NodeRepository, ReplicaRepository } from '@llmgw/store';
 import type { Logger } from '@llmgw/observability';
 import { expectedRevision, stale, type IfMatch } from './entity-tag.parser';
-import { HttpProblemError } from './http-problem.error';
+import { ProblemError } from '@llmgw/observability';
 import { previewPlacement, type PlacementPreview } from './placement-preview.planner';
 
 /** The store methods the catalog API uses (CONVENTIONS 4): revisions, and the inventory for previews. */
@@ -142,7 +142,7 @@ export class CatalogApiService {
   /** One stored revision's document; 404 when there is no such revision. */
   async revision(revision: number): Promise<CatalogView & { author: string; createdAt: string }> {
     const row = await this.store.catalog.get(revision);
-    if (!row) throw new HttpProblemError('not-found', `no catalog revision ${revision}`);
+    if (!row) throw new ProblemError('not-found', `no catalog revision ${revision}`);
     return { ...view(row), author: row.author, createdAt: new Date(row.createdAt).toISOString() };
   }
 
@@ -152,13 +152,13 @@ export class CatalogApiService {
    */
   async restore(revision: number, ifMatch: IfMatch, author: string): Promise<CatalogView & { restoredFrom: number }> {
     const row = await this.store.catalog.get(revision);
-    if (!row) throw new HttpProblemError('not-found', `no catalog revision ${revision}`);
+    if (!row) throw new ProblemError('not-found', `no catalog revision ${revision}`);
     let catalog: Catalog;
     try {
       catalog = Catalog.create(row.document);
     } catch (error) {
       if (error instanceof CatalogError) {
-        throw new HttpProblemError('invalid-catalog', `revision ${revision} is not a valid catalog under the current rules; it was not restored`, error.problems);
+        throw new ProblemError('invalid-catalog', `revision ${revision} is not a valid catalog under the current rules; it was not restored`, error.problems);
       }
       throw error;
     }
@@ -194,7 +194,7 @@ export class CatalogApiService {
         this.log.debug({ attempt, expected }, 'catalog model write lost a race; retrying on the new revision');
       }
     }
-    throw new HttpProblemError('conflict', `the catalog kept changing: ${MODEL_WRITE_ATTEMPTS} attempts lost a race with other writers; try again`, [], {
+    throw new ProblemError('conflict', `the catalog kept changing: ${MODEL_WRITE_ATTEMPTS} attempts lost a race with other writers; try again`, [], {
       currentRevision: await this.store.catalog.currentRevision(),
     });
   }
@@ -223,7 +223,7 @@ function validate(document: unknown, modelIndex?: number): Catalog {
     if (!(error instanceof CatalogError)) throw error;
     const problems = modelIndex === undefined ? [...error.problems] : error.problems.map((p) => relativeTo(p, modelIndex));
     const n = problems.length;
-    throw new HttpProblemError('invalid-catalog', `${n} problem${n === 1 ? '' : 's'}; nothing was stored`, problems);
+    throw new ProblemError('invalid-catalog', `${n} problem${n === 1 ? '' : 's'}; nothing was stored`, problems);
   }
 }
 
@@ -238,13 +238,13 @@ function relativeTo(problem: Problem, modelIndex: number): Problem {
 /** The model document of a PUT to `/models/{name}`: a mapping whose `name`, when given, is `name`. */
 function modelBody(name: string, body: unknown): Record<string, unknown> {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {
-    throw new HttpProblemError('invalid-catalog', 'a model must be a mapping', [
+    throw new ProblemError('invalid-catalog', 'a model must be a mapping', [
       { path: '', message: `a model must be a mapping (got ${body === null ? 'null' : Array.isArray(body) ? 'a list' : typeof body})` },
     ]);
   }
   const record = body as Record<string, unknown>;
   if (record.name !== undefined && record.name !== name) {
-    throw new HttpProblemError('invalid-catalog', 'the model name in the body differs from the one in the path', [
+    throw new ProblemError('invalid-catalog', 'the model name in the body differs from the one in the path', [
       { path: 'name', message: `must be ${JSON.stringify(name)} as in the path, or left out (got ${JSON.stringify(record.name)})` },
     ]);
   }
@@ -255,11 +255,11 @@ function findModel(models: readonly ModelSpec[], name: string): ModelSpec | unde
   return models.find((m) => m.name === name) ?? models.find((m) => m.aliases?.includes(name));
 }
 
-function notFound(name: string, revision: number, aliasOf?: ModelSpec): HttpProblemError {
+function notFound(name: string, revision: number, aliasOf?: ModelSpec): ProblemError {
   const detail = aliasOf
     ? `${JSON.stringify(name)} is an alias of ${JSON.stringify(aliasOf.name)}; name the model itself to change or delete it`
     : `no model ${JSON.stringify(name)} in catalog revision ${revision}`;
-  return new HttpProblemError('not-found', detail);
+  return new ProblemError('not-found', detail);
 }
 
 function specOf(row: CatalogRevision): CatalogSpec {

@@ -1,6 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import { CatalogError, CatalogLimitError, parseCatalogDocument, type CatalogFormat } from '@llmgw/catalog';
-import { HttpProblemError } from './http-problem.error';
+import { ProblemError } from '@llmgw/observability';
 
 /** Media types a catalog document may be sent as, and the parser each one gets. */
 const MEDIA_TYPES: Readonly<Record<string, CatalogFormat>> = {
@@ -20,19 +20,19 @@ export const ACCEPTED_MEDIA_TYPES = Object.keys(MEDIA_TYPES);
  */
 export function formatOf(contentType: string | undefined): CatalogFormat {
   if (contentType === undefined || contentType.trim() === '') {
-    throw new HttpProblemError('unsupported-media-type', `Content-Type is required: one of ${ACCEPTED_MEDIA_TYPES.join(', ')}`);
+    throw new ProblemError('unsupported-media-type', `Content-Type is required: one of ${ACCEPTED_MEDIA_TYPES.join(', ')}`);
   }
   const [essence, ...params] = contentType.split(';').map((part) => part.trim());
   const type = essence.toLowerCase();
   for (const param of params) {
     const [key, value = ''] = param.split('=').map((s) => s.trim());
     if (key.toLowerCase() === 'charset' && !/^"?utf-8"?$/i.test(value)) {
-      throw new HttpProblemError('unsupported-media-type', `charset ${JSON.stringify(value)} is not supported: send UTF-8`);
+      throw new ProblemError('unsupported-media-type', `charset ${JSON.stringify(value)} is not supported: send UTF-8`);
     }
   }
   const format = MEDIA_TYPES[type] ?? (/^application\/[a-z0-9.+-]+\+json$/.test(type) ? 'json' : undefined);
   if (format === undefined) {
-    throw new HttpProblemError(
+    throw new ProblemError(
       'unsupported-media-type',
       `Content-Type ${JSON.stringify(essence)} is not accepted: send one of ${ACCEPTED_MEDIA_TYPES.join(', ')}`,
     );
@@ -49,8 +49,8 @@ export function formatOf(contentType: string | undefined): CatalogFormat {
  */
 export async function readBodyText(req: IncomingMessage, limitBytes: number): Promise<string> {
   const declared = req.headers['content-length'];
-  const tooLarge = (what: string): HttpProblemError =>
-    new HttpProblemError('body-too-large', `${what}; the limit is ${limitBytes} bytes`);
+  const tooLarge = (what: string): ProblemError =>
+    new ProblemError('body-too-large', `${what}; the limit is ${limitBytes} bytes`);
   if (declared !== undefined && /^\d+$/.test(declared) && Number(declared) > limitBytes) {
     req.resume();
     throw tooLarge(`request body is ${declared} bytes`);
@@ -72,13 +72,13 @@ export async function readBodyText(req: IncomingMessage, limitBytes: number): Pr
     };
     req.on('data', onData);
     req.once('end', () => resolve());
-    req.once('error', (error) => reject(new HttpProblemError('bad-request', `cannot read request body: ${error.message}`)));
-    req.once('aborted', () => reject(new HttpProblemError('bad-request', 'request body aborted by the client')));
+    req.once('error', (error) => reject(new ProblemError('bad-request', `cannot read request body: ${error.message}`)));
+    req.once('aborted', () => reject(new ProblemError('bad-request', 'request body aborted by the client')));
   });
   try {
     return new TextDecoder('utf-8', { fatal: true }).decode(Buffer.concat(chunks, size));
   } catch {
-    throw new HttpProblemError('unparseable-body', 'request body is not valid UTF-8');
+    throw new ProblemError('unparseable-body', 'request body is not valid UTF-8');
   }
 }
 
@@ -105,12 +105,12 @@ export function parseDocumentText(text: string, format: CatalogFormat): unknown 
   } catch (error) {
     if (error instanceof CatalogLimitError) {
       const kind = error.limit === 'maxBytes' ? 'body-too-large' : 'document-too-complex';
-      throw new HttpProblemError(kind, error.message.split('\n')[0], error.problems, { limit: { name: error.limit, value: error.value } });
+      throw new ProblemError(kind, error.message.split('\n')[0], error.problems, { limit: { name: error.limit, value: error.value } });
     }
     if (error instanceof CatalogError) {
-      throw new HttpProblemError('unparseable-body', error.message.split('\n')[0], error.problems);
+      throw new ProblemError('unparseable-body', error.message.split('\n')[0], error.problems);
     }
     // The YAML library may still throw plain errors for input the limits let through.
-    throw new HttpProblemError('unparseable-body', `cannot parse request body as ${format.toUpperCase()}: ${(error as Error).message}`);
+    throw new ProblemError('unparseable-body', `cannot parse request body as ${format.toUpperCase()}: ${(error as Error).message}`);
   }
 }

@@ -1,15 +1,15 @@
 import { describe, expect, it } from 'vitest';
 import { expectedRevision, parseIfMatch, revisionTag } from './entity-tag.parser';
-import { HttpProblemError } from './http-problem.error';
+import { ProblemError } from '@llmgw/observability';
 
-function problemOf(fn: () => unknown): HttpProblemError {
+function problemOf(fn: () => unknown): ProblemError {
   try {
     fn();
   } catch (error) {
-    if (error instanceof HttpProblemError) return error;
+    if (error instanceof ProblemError) return error;
     throw error;
   }
-  throw new Error('expected an HttpProblemError');
+  throw new Error('expected an ProblemError');
 }
 
 describe('If-Match', () => {

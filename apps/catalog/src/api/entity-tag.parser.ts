@@ -1,4 +1,4 @@
-import { HttpProblemError } from './http-problem.error';
+import { ProblemError } from '@llmgw/observability';
 
 /** The ETag of a catalog revision: a strong entity tag holding the revision number, e.g. `"7"`. */
 export function revisionTag(revision: number): string {
@@ -24,7 +24,7 @@ export function parseIfMatch(header: string | string[] | undefined): IfMatch {
     const match = TAG_RE.exec(raw);
     if (!match) {
       const why = raw.startsWith('W/') ? 'a weak tag never matches a write' : 'expected an entity tag such as "7" (with the quotes), as the ETag header gave it';
-      throw new HttpProblemError('bad-request', `If-Match ${JSON.stringify(raw)}: ${why}`, [{ path: 'If-Match', message: why }]);
+      throw new ProblemError('bad-request', `If-Match ${JSON.stringify(raw)}: ${why}`, [{ path: 'If-Match', message: why }]);
     }
     revisions.push(Number(match[1]));
   }
@@ -46,8 +46,8 @@ export function expectedRevision(ifMatch: IfMatch, current: number): number | un
 }
 
 /** The 412 answer for a write whose precondition no longer holds. */
-export function stale(detail: string, current: number): HttpProblemError {
-  return new HttpProblemError('precondition-failed', `${detail}; fetch the catalog again and reapply your change`, [], {
+export function stale(detail: string, current: number): ProblemError {
+  return new ProblemError('precondition-failed', `${detail}; fetch the catalog again and reapply your change`, [], {
     currentRevision: current,
     headers: { etag: revisionTag(current) },
   });

@@ -1,6 +1,6 @@
 import { ACCEPTED_MEDIA_TYPES } from './catalog-body.reader';
 import { AUTHOR_HEADER } from './catalog-api.controller';
-import { PROBLEM_KINDS, PROBLEM_TYPE_BASE } from './http-problem.error';
+import { PROBLEM_KINDS, PROBLEM_TYPE_BASE } from '@llmgw/observability';
 
 // The OpenAPI 3.1 description of llmgw-catalog, written by hand next to the controller it
 // describes; a test checks that every route the app registers is listed here and vice versa.

@@ -1,6 +1,7 @@
-import { Body, Controller, Delete, Get, Headers, HttpCode, HttpException, HttpStatus, Inject, Param, Post, Query, UseGuards } from '@nestjs/common';
+import { Body, Controller, Delete, Get, Headers, HttpCode, Inject, Param, Post, Query, UseGuards } from '@nestjs/common';
 import { DomainError, ErrorCode, type Problem } from '@llmgw/domain';
 import type { StoredEvent } from '@llmgw/store';
+import { ProblemError } from '@llmgw/observability';
 import { AdminGuard } from './admin.guard';
 import { AdminService } from './admin.service';
 import type { GcCollectView, GcPlanView, NodeView, ReplicaView, StatusView } from '@llmgw/domain';
@@ -110,13 +111,13 @@ function optionalInt(value: unknown, name: string, min: number, max: number, pro
 function collectTargets(contentType: string | undefined, body: unknown): { nodes: string[] } | { all: true } {
   const media = (contentType ?? '').split(';')[0].trim().toLowerCase();
   if (media !== 'application/json') {
-    throw new HttpException(
+    throw new ProblemError(
+      'unsupported-media-type',
       `send the body as application/json (got ${contentType === undefined ? 'no Content-Type' : JSON.stringify(contentType)}): {"nodes": ["<node id>", ...]} or {"all": true}`,
-      HttpStatus.UNSUPPORTED_MEDIA_TYPE,
     );
   }
   const refuse = (path: string, message: string): never => {
-    throw new HttpException({ message: `${path}: ${message}`, problems: [{ path, message }] }, HttpStatus.UNPROCESSABLE_ENTITY);
+    throw new ProblemError('invalid-body', `${path}: ${message}`, [{ path, message }]);
   };
   if (typeof body !== 'object' || body === null || Array.isArray(body)) return refuse('', 'expected {"nodes": ["<node id>", ...]} or {"all": true}');
   const fields = body as Record<string, unknown>;

@@ -83,7 +83,7 @@ beforeAll(async () => {
         status: 409,
         body: { type: 'https://llmgw.dev/problems/conflict', title: 'Conflict', status: 409, detail: "node 'gpu-h-1' is healthy and connected: only a lost node can be forgotten (stop its agent and wait until the node is lost)" },
       },
-      'POST /v1/admin/nodes/nope/cordon': { status: 404, body: { type: 'https://llmgw.dev/problems/not_found', title: 'Not Found', status: 404, detail: "node 'nope' is not known" } },
+      'POST /v1/admin/nodes/nope/cordon': { status: 404, body: { type: 'https://llmgw.dev/problems/not-found', title: 'Not Found', status: 404, detail: "node 'nope' is not known" } },
     },
     TOKEN,
   );

@@ -42,12 +42,12 @@ export async function startFakeServer(routes: Record<string, FakeRoute> = {}, to
         res.end(body === undefined ? '' : JSON.stringify(body));
       };
       if (token !== undefined && req.headers.authorization !== `Bearer ${token}`) {
-        send(401, { type: 'https://llmgw.dev/problems/unauthenticated', title: 'Unauthorized', status: 401, detail: 'missing or wrong admin token' }, 'application/problem+json');
+        send(401, { type: 'https://llmgw.dev/problems/unauthorized', title: 'Unauthorized', status: 401, detail: 'missing or wrong admin token' }, 'application/problem+json');
         return;
       }
       const route = table.get(`${seen.method} ${seen.url.split('?')[0]}`);
       if (!route) {
-        send(404, { type: 'https://llmgw.dev/problems/not_found', title: 'Not Found', status: 404, detail: `no route ${seen.method} ${seen.url}` }, 'application/problem+json');
+        send(404, { type: 'https://llmgw.dev/problems/not-found', title: 'Not Found', status: 404, detail: `no route ${seen.method} ${seen.url}` }, 'application/problem+json');
         return;
       }
       const answer = typeof route === 'function' ? route(seen) : route;
