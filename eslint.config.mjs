@@ -53,6 +53,7 @@ export default [
             { sourceTag: 'lib:metrics-mappings', onlyDependOnLibsWithTags: ['lib:domain'] },
             { sourceTag: 'lib:routing', onlyDependOnLibsWithTags: ['lib:domain', 'lib:metrics-mappings'] },
             { sourceTag: 'lib:lease', onlyDependOnLibsWithTags: ['lib:domain'] },
+            { sourceTag: 'lib:limits', onlyDependOnLibsWithTags: ['lib:domain', 'lib:testing'] },
             { sourceTag: 'lib:engines', onlyDependOnLibsWithTags: ['lib:domain', 'lib:catalog', 'lib:metrics-mappings'] },
             { sourceTag: 'lib:proto', onlyDependOnLibsWithTags: ['lib:proto'] },
             { sourceTag: 'lib:config', onlyDependOnLibsWithTags: ['lib:domain'] },

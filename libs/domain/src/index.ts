@@ -6,3 +6,4 @@ export * from './catalog';
 export * from './node';
 export * from './replica';
 export * from './admin-api';
+export * from './key-limits';

@@ -1,0 +1,135 @@
+import type { Clock, KeyLimits } from '@llmgw/domain';
+import { MINUTE_MS, msToNextUtcDay, utcDay, type AdmitRequest, type AdmitResult, type LimitName, type Limiter, type RateState, type Ticket } from './limiter.port';
+
+interface Held {
+  readonly id: string;
+  readonly at: number;
+  amount: number;
+}
+
+interface KeyState {
+  /** Admitted requests of the last minute, oldest first. */
+  requests: Held[];
+  /** Token reservations of the last minute, oldest first, and their sum. */
+  tokens: Held[];
+  tokenSum: number;
+  /** Concurrency leases: request id → lease end. */
+  leases: Map<string, number>;
+  /** Tokens per UTC day. */
+  days: Map<string, number>;
+}
+
+export interface MemoryLimiterOptions {
+  readonly clock: Clock;
+  /** How long a concurrency claim lasts without renewal (ms). */
+  readonly leaseMs: number;
+  /** The rate window (default one minute; tests shorten it). */
+  readonly windowMs?: number;
+}
+
+/**
+ * The limits of one router on its own, exact, in memory: sliding one-minute windows for requests
+ * and tokens, leases for concurrency, a counter per UTC day. The same rules as the Redis
+ * limiter's scripts (redis.limiter.ts), so a router without Redis enforces the numbers exactly,
+ * and a router that lost Redis enforces its share of them.
+ */
+export class MemoryLimiter implements Limiter {
+  private readonly keys = new Map<string, KeyState>();
+  private readonly window: number;
+
+  constructor(private readonly options: MemoryLimiterOptions) {
+    this.window = options.windowMs ?? MINUTE_MS;
+  }
+
+  async admit(request: AdmitRequest): Promise<AdmitResult> {
+    const now = this.options.clock.now();
+    const { limits, reserveTokens: reserve } = request;
+    const s = this.state(request.key, now);
+    const refuse = (refusedBy: LimitName, retryAfterMs: number): AdmitResult => ({
+      admitted: false,
+      refusedBy,
+      retryAfterMs: Math.max(1, Math.ceil(retryAfterMs)),
+      ...this.rates(s, limits, now),
+    });
+
+    const rpm = limits.requestsPerMinute;
+    if (rpm !== undefined && s.requests.length >= rpm) return refuse('requests', s.requests[s.requests.length - rpm].at + this.window - now);
+    const tpm = limits.tokensPerMinute;
+    if (tpm !== undefined && s.tokenSum + reserve > tpm) return refuse('tokens', tokensFreeAt(s, tpm, reserve, this.window) - now);
+    const conc = limits.concurrentRequests;
+    if (conc !== undefined && s.leases.size >= conc) return refuse('concurrency', 1_000);
+    const day = utcDay(now);
+    const perDay = limits.tokensPerDay;
+    if (perDay !== undefined && (s.days.get(day) ?? 0) + reserve > perDay) return refuse('daily-tokens', msToNextUtcDay(now));
+
+    if (rpm !== undefined) s.requests.push({ id: request.requestId, at: now, amount: 1 });
+    if (tpm !== undefined) {
+      s.tokens.push({ id: request.requestId, at: now, amount: reserve });
+      s.tokenSum += reserve;
+    }
+    if (conc !== undefined) s.leases.set(request.requestId, now + this.options.leaseMs);
+    if (perDay !== undefined) s.days.set(day, (s.days.get(day) ?? 0) + reserve);
+    const ticket: Ticket = { key: request.key, requestId: request.requestId, limits, reserved: reserve, day, via: 'memory' };
+    return { admitted: true, ticket, ...this.rates(s, limits, now) };
+  }
+
+  async settle(ticket: Ticket, usedTokens: number): Promise<void> {
+    const s = this.keys.get(ticket.key);
+    if (s === undefined) return;
+    const held = s.tokens.find((t) => t.id === ticket.requestId);
+    if (held !== undefined) {
+      s.tokenSum += usedTokens - held.amount;
+      held.amount = usedTokens;
+    }
+    if (ticket.limits.tokensPerDay !== undefined && s.days.has(ticket.day)) s.days.set(ticket.day, (s.days.get(ticket.day) ?? 0) + usedTokens - ticket.reserved);
+    s.leases.delete(ticket.requestId);
+  }
+
+  async renew(tickets: readonly Ticket[]): Promise<void> {
+    const until = this.options.clock.now() + this.options.leaseMs;
+    for (const t of tickets) {
+      const leases = this.keys.get(t.key)?.leases;
+      if (leases?.has(t.requestId)) leases.set(t.requestId, until);
+    }
+  }
+
+  /** The key's state with everything that expired by `now` dropped. */
+  private state(key: string, now: number): KeyState {
+    let s = this.keys.get(key);
+    if (s === undefined) {
+      s = { requests: [], tokens: [], tokenSum: 0, leases: new Map(), days: new Map() };
+      this.keys.set(key, s);
+    }
+    const cutoff = now - this.window;
+    while (s.requests.length > 0 && s.requests[0].at <= cutoff) s.requests.shift();
+    while (s.tokens.length > 0 && s.tokens[0].at <= cutoff) s.tokenSum -= (s.tokens.shift() as Held).amount;
+    for (const [id, end] of s.leases) if (end <= now) s.leases.delete(id);
+    const today = utcDay(now);
+    const yesterday = utcDay(now - 86_400_000);
+    for (const day of s.days.keys()) if (day !== today && day !== yesterday) s.days.delete(day);
+    return s;
+  }
+
+  private rates(s: KeyState, limits: KeyLimits, now: number): { requests?: RateState; tokens?: RateState } {
+    const reset = (held: Held[]): number => (held.length === 0 ? 0 : held[0].at + this.window - now);
+    return {
+      ...(limits.requestsPerMinute !== undefined && {
+        requests: { limit: limits.requestsPerMinute, remaining: limits.requestsPerMinute - s.requests.length, resetMs: reset(s.requests) },
+      }),
+      ...(limits.tokensPerMinute !== undefined && {
+        tokens: { limit: limits.tokensPerMinute, remaining: limits.tokensPerMinute - s.tokenSum, resetMs: reset(s.tokens) },
+      }),
+    };
+  }
+}
+
+/** When enough of the window's tokens will have expired for `reserve` more to fit under `tpm`. */
+function tokensFreeAt(s: KeyState, tpm: number, reserve: number, window: number): number {
+  if (reserve > tpm) return s.tokens.length === 0 ? window : s.tokens[s.tokens.length - 1].at + window;
+  let left = s.tokenSum;
+  for (const held of s.tokens) {
+    left -= held.amount;
+    if (left + reserve <= tpm) return held.at + window;
+  }
+  return s.tokens.length === 0 ? 0 : s.tokens[s.tokens.length - 1].at + window;
+}

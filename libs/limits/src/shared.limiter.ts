@@ -1,0 +1,85 @@
+import type { Clock } from '@llmgw/domain';
+import { shareOf, type AdmitRequest, type AdmitResult, type Limiter, type Ticket } from './limiter.port';
+
+export interface SharedLimiterOptions {
+  /** The fleet-wide limiter (Redis); absent when none is configured. */
+  readonly shared?: Limiter;
+  /** This router's own limiter: exact alone, or its share while `shared` is unreachable. */
+  readonly local: Limiter;
+  /** How many routers serve the fleet now (the controller's count of watchers), at least 1. */
+  readonly routers: () => number;
+  readonly clock: Clock;
+  /** While degraded, how long to stay local before trying the shared store again (ms). */
+  readonly retryMs: number;
+  /** Called once per change: degraded (with the error that caused it) or back. */
+  readonly onChange?: (degraded: boolean, error?: unknown) => void;
+}
+
+/**
+ * The limiter a router admits through. With a shared store, every limit holds exactly across the
+ * fleet. When the store fails or times out, the router enforces limit ÷ N on its own (N routers
+ * the controller knows of), so the fleet together stays at the limit: never unlimited and never
+ * refusing everything. It tries the store again every `retryMs` and goes back to it as soon as
+ * it answers. Without a shared store, the router's own limiter is exact.
+ */
+export class SharedLimiter implements Limiter {
+  private failedAt: number | undefined;
+
+  constructor(private readonly options: SharedLimiterOptions) {}
+
+  /** True while limits are enforced locally because the shared store is unreachable. */
+  get degraded(): boolean {
+    return this.failedAt !== undefined;
+  }
+
+  async admit(request: AdmitRequest): Promise<AdmitResult> {
+    const { shared, local } = this.options;
+    if (shared === undefined) return local.admit(request);
+    const now = this.options.clock.now();
+    if (this.failedAt === undefined || now - this.failedAt >= this.options.retryMs) {
+      try {
+        const result = await shared.admit(request);
+        this.recovered();
+        return result;
+      } catch (error) {
+        this.failed(now, error);
+      }
+    }
+    return local.admit({ ...request, limits: shareOf(request.limits, this.options.routers()) });
+  }
+
+  async settle(ticket: Ticket, usedTokens: number): Promise<void> {
+    const { shared, local } = this.options;
+    if (ticket.via === 'memory' || shared === undefined) return local.settle(ticket, usedTokens);
+    try {
+      await shared.settle(ticket, usedTokens);
+    } catch (error) {
+      // The claim stays in the store until its window and lease run out: never longer.
+      this.failed(this.options.clock.now(), error);
+    }
+  }
+
+  async renew(tickets: readonly Ticket[]): Promise<void> {
+    const { shared, local } = this.options;
+    await local.renew(tickets.filter((t) => t.via === 'memory'));
+    const remote = tickets.filter((t) => t.via === 'redis');
+    if (shared === undefined || remote.length === 0) return;
+    try {
+      await shared.renew(remote);
+    } catch (error) {
+      this.failed(this.options.clock.now(), error);
+    }
+  }
+
+  private failed(now: number, error: unknown): void {
+    const was = this.failedAt !== undefined;
+    this.failedAt = now;
+    if (!was) this.options.onChange?.(true, error);
+  }
+
+  private recovered(): void {
+    if (this.failedAt === undefined) return;
+    this.failedAt = undefined;
+    this.options.onChange?.(false);
+  }
+}
