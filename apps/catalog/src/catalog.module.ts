@@ -3,11 +3,14 @@ import { CatalogError } from '@llmgw/catalog';
 import { ObservabilityModule, problemFilterProvider, ProblemError, ROOT_LOGGER, type Logger } from '@llmgw/observability';
 import type { Registry } from 'prom-client';
 import { AdminTokenGuard } from './api/admin-token.guard';
+import { randomBytes } from 'node:crypto';
 import { CatalogApiController } from './api/catalog-api.controller';
 import { CatalogApiService, type CatalogApiStore } from './api/catalog-api.service';
 import { DocsController } from './api/docs.controller';
 import { CATALOG_CONFIG, type CatalogConfig } from './config/catalog.config';
 import { CATALOG_STORE, catalogStoreProvider, CatalogStoreLifecycle } from './store/catalog-store.provider';
+import { KeysApiController } from './keys/keys-api.controller';
+import { KeysApiService, type KeysApiStore } from './keys/keys-api.service';
 
 /** What llmgw-catalog is built from: its validated config, its logger and its metrics registry. */
 export interface CatalogModuleOptions {
@@ -26,7 +29,7 @@ export class CatalogModule {
     return {
       module: CatalogModule,
       imports: [ObservabilityModule.forRoot({ logger: options.logger, registry: options.registry })],
-      controllers: [CatalogApiController, DocsController],
+      controllers: [CatalogApiController, KeysApiController, DocsController],
       providers: [
         { provide: CATALOG_CONFIG, useValue: options.config },
         catalogStoreProvider,
@@ -36,6 +39,11 @@ export class CatalogModule {
           provide: CatalogApiService,
           inject: [CATALOG_STORE, ROOT_LOGGER],
           useFactory: (store: CatalogApiStore, logger: Logger) => new CatalogApiService(store, logger),
+        },
+        {
+          provide: KeysApiService,
+          inject: [CATALOG_STORE],
+          useFactory: (store: KeysApiStore) => new KeysApiService(store, randomBytes, { now: () => Date.now() }),
         },
         problemFilterProvider({
           context: 'CatalogApi',

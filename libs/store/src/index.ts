@@ -9,4 +9,5 @@ export * from './node.repository';
 export * from './replica.repository';
 export * from './catalog.repository';
 export * from './event.repository';
+export * from './api-key.repository';
 export * from './migrations/all.migrations';

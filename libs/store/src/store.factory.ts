@@ -1,5 +1,6 @@
 import type { Clock } from '@llmgw/domain';
 import type { DataSource } from 'typeorm';
+import { TypeormApiKeyRepository } from './api-key.repository';
 import { TypeormCatalogRepository } from './catalog.repository';
 import { createDataSource, migrate, prepareLocation, type StoreConnectionOptions } from './data-source.factory';
 import { StoreDatabase, type Dialect } from './database.client';
@@ -29,6 +30,7 @@ export interface Store {
   readonly catalog: TypeormCatalogRepository;
   readonly events: TypeormEventRepository;
   readonly leases: TypeormLeaseRepository;
+  readonly apiKeys: TypeormApiKeyRepository;
   /** Names of the migrations this open applied (empty when the schema was current). */
   readonly appliedMigrations: readonly string[];
   /** Closes the connection or pool. */
@@ -64,6 +66,7 @@ export async function openStore(url: string, options: StoreOptions = {}): Promis
       catalog: new TypeormCatalogRepository(database, clock),
       events: new TypeormEventRepository(database, clock, options.eventRetention),
       leases: new TypeormLeaseRepository(database, clock),
+      apiKeys: new TypeormApiKeyRepository(database, clock),
       appliedMigrations,
       close: async () => {
         // Let queued SQLite work finish before the connection goes away.

@@ -3,6 +3,7 @@ import { RequestMethod } from '@nestjs/common';
 import { METHOD_METADATA, PATH_METADATA } from '@nestjs/common/constants';
 import { HealthController } from '@llmgw/observability';
 import { describe, expect, it } from 'vitest';
+import { KeysApiController } from '../keys/keys-api.controller';
 import { CatalogApiController } from './catalog-api.controller';
 import { DocsController } from './docs.controller';
 import { escapeHtml, renderDocsPage } from './docs-page.renderer';
@@ -36,7 +37,7 @@ function documentedRoutes(): string[] {
 
 describe('OpenAPI document', () => {
   it('describes exactly the routes the app registers', () => {
-    const registered = registeredRoutes([CatalogApiController, DocsController, HealthController]);
+    const registered = registeredRoutes([CatalogApiController, KeysApiController, DocsController, HealthController]);
     expect(registered).toContain('PUT /v1/catalog/models/{name}');
     expect(documentedRoutes()).toEqual(registered);
   });

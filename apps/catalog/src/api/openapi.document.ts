@@ -58,6 +58,15 @@ const writeErrors: Json = {
   '503': problem('The store cannot be reached.'),
 };
 
+const keyName: Json = { name: 'name', in: 'path', required: true, description: 'The key name.', schema: { type: 'string' } };
+const keyErrors: Json = {
+  '400': problem('Unparseable body or malformed If-Match.'),
+  '401': problem('Missing or wrong bearer token.'),
+  '413': problem('Body larger than LLMGW_CATALOG_BODY_LIMIT.'),
+  '415': problem('Content-Type is neither JSON nor YAML, or not UTF-8.'),
+  '503': problem('The store cannot be reached.'),
+};
+
 /** The OpenAPI document served at `/openapi.json`. */
 export const OPENAPI_DOCUMENT = {
   openapi: '3.1.0',
@@ -167,6 +176,44 @@ export const OPENAPI_DOCUMENT = {
           ...writeErrors,
         },
       },
+    },
+    '/v1/keys': {
+      get: { summary: 'Every API key, revoked ones included (never a secret)', operationId: 'listKeys', responses: { '200': json('The keys by name.', { type: 'object', properties: { keys: { type: 'array', items: ref('KeyView') } } }), '401': problem('Missing or wrong bearer token.') } },
+      post: {
+        summary: 'Create an API key',
+        description: 'The secret (256 random bits, prefixed `llmgw-`) is in this answer only; the store keeps its SHA-256. Models are checked against the current catalog.',
+        operationId: 'createKey',
+        requestBody: catalogBody(ref('KeyDocument')),
+        responses: {
+          '201': json('The key and its secret.', { type: 'object', required: ['key', 'secret'], properties: { key: ref('KeyView'), secret: { type: 'string' } } }, ETAG_HEADER),
+          '409': problem('A key with this name exists (revoked keys keep their names).'),
+          '422': problem('The body is not a valid key: `problems` lists each problem with its path. Nothing was stored.'),
+          ...keyErrors,
+        },
+      },
+    },
+    '/v1/keys/{name}': {
+      parameters: [keyName],
+      get: { summary: 'One API key (never its secret)', operationId: 'getKey', responses: { '200': json('The key.', ref('KeyView'), ETAG_HEADER), '401': problem('Missing or wrong bearer token.'), '404': problem('No such key.') } },
+      patch: {
+        summary: 'Change an API key',
+        description: 'Only the fields given change; `expiresAt: null` removes the expiry. The name never changes. With If-Match (`"<revision>"`), a stale revision is 412.',
+        operationId: 'updateKey',
+        parameters: [ifMatch],
+        requestBody: catalogBody({ type: 'object', additionalProperties: false, properties: { owner: { type: 'string' }, models: { type: 'array', items: { type: 'string' } }, limits: ref('KeyLimits'), expiresAt: { type: ['string', 'null'], format: 'date-time' } } }),
+        responses: {
+          '200': json('The changed key.', ref('KeyView'), ETAG_HEADER),
+          '404': problem('No such key.'),
+          '409': problem('The key is revoked, or changed meanwhile.'),
+          '412': problem('If-Match does not name the key\'s revision; `currentRevision` says which is.'),
+          '422': problem('The change is not valid: `problems` lists each problem with its path. Nothing was stored.'),
+          ...keyErrors,
+        },
+      },
+    },
+    '/v1/keys/{name}/revoke': {
+      parameters: [keyName],
+      post: { summary: 'Revoke an API key for good', description: 'Every router refuses it within seconds. Revoking a revoked key changes nothing.', operationId: 'revokeKey', responses: { '200': json('The revoked key.', ref('KeyView'), ETAG_HEADER), '401': problem('Missing or wrong bearer token.'), '404': problem('No such key.') } },
     },
     '/openapi.json': { get: { summary: 'This document', operationId: 'openapi', security: [], responses: { '200': { description: 'OpenAPI 3.1 JSON.' } } } },
     '/docs': { get: { summary: 'This API as a readable page', operationId: 'docs', security: [], responses: { '200': { description: 'HTML.' } } } },
@@ -302,6 +349,45 @@ export const OPENAPI_DOCUMENT = {
               },
             },
           },
+        },
+      },
+      KeyLimits: {
+        type: 'object',
+        additionalProperties: false,
+        description: 'Each limit is for the whole router fleet, however many routers there are. Absent: no limit.',
+        properties: {
+          requestsPerMinute: { type: 'integer', minimum: 1 },
+          tokensPerMinute: { type: 'integer', minimum: 1, description: "Prompt + completion tokens in any 60 s; a request reserves its max_tokens at admission." },
+          concurrentRequests: { type: 'integer', minimum: 1 },
+          tokensPerDay: { type: 'integer', minimum: 1, description: 'Per UTC day.' },
+        },
+      },
+      KeyDocument: {
+        type: 'object',
+        required: ['name', 'owner', 'models'],
+        additionalProperties: false,
+        properties: {
+          name: { type: 'string', pattern: '^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$' },
+          owner: { type: 'string', description: 'The owner or team (1–128 printable ASCII).' },
+          models: { type: 'array', minItems: 1, maxItems: 100, items: { type: 'string' }, description: 'Model names or aliases in the catalog; `*` is every model, `prefix*` every model so named.' },
+          limits: ref('KeyLimits'),
+          expiresAt: { type: 'string', format: 'date-time', description: 'When the key stops working; in the future.' },
+        },
+      },
+      KeyView: {
+        type: 'object',
+        required: ['name', 'owner', 'models', 'limits', 'state', 'createdAt', 'updatedAt', 'revision'],
+        properties: {
+          name: { type: 'string' },
+          owner: { type: 'string' },
+          models: { type: 'array', items: { type: 'string' } },
+          limits: ref('KeyLimits'),
+          state: { type: 'string', enum: ['active', 'expired', 'revoked'] },
+          expiresAt: { type: 'string', format: 'date-time' },
+          createdAt: { type: 'string', format: 'date-time' },
+          updatedAt: { type: 'string', format: 'date-time' },
+          revokedAt: { type: 'string', format: 'date-time' },
+          revision: { type: 'integer', minimum: 1 },
         },
       },
       InputProblem: { type: 'object', required: ['path', 'message'], properties: { path: { type: 'string' }, message: { type: 'string' } } },

@@ -1,5 +1,5 @@
 // `llmgw catalog get | apply | delete` against the real catalog app (a process on port 0, SQLite),
-// and `apply --wait` following a rollout reported by a fake controller.
+// `apply --wait` following a rollout reported by a fake controller, and `llmgw keys …`.
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -12,6 +12,7 @@ import { STATUS } from '../test/cluster.fixture';
 import { createCatalogApplyCommand } from './catalog-apply.command';
 import { createCatalogDeleteCommand } from './catalog-delete.command';
 import { createCatalogGetCommand } from './catalog-get.command';
+import { KEYS_COMMANDS } from './keys.command';
 
 const TOKEN = 'ctl-e2e-token-0123456789';
 const dir = mkdtempSync(join(tmpdir(), 'llmgw-ctl-catalog-'));
@@ -21,7 +22,7 @@ let catalogUrl: string;
 /** Fake time for --wait: sleeping advances the clock, so a timeout needs no real waiting. */
 let clock = 0;
 const deps = { now: () => clock, sleep: async (ms: number) => void (clock += ms) };
-const COMMANDS = [createCatalogGetCommand(deps), createCatalogApplyCommand(deps), createCatalogDeleteCommand(deps)];
+const COMMANDS = [createCatalogGetCommand(deps), createCatalogApplyCommand(deps), createCatalogDeleteCommand(deps), ...KEYS_COMMANDS];
 
 function file(name: string, text: string): string {
   writeFileSync(join(dir, name), text);
@@ -206,5 +207,39 @@ describe('llmgw catalog apply --wait', () => {
     const json = await run(['catalog', 'apply', '--wait', '--timeout', '2s', '--json', '-f', 'wait2.yaml'], controller.url);
     expect(json.code).toBe(1);
     expect(JSON.parse(json.out)).toMatchObject({ applied: false, revision: base + 1, ready: false, progress: { done: false } });
+  });
+});
+
+describe('llmgw keys against the catalog API', () => {
+  it('creates a key printing its secret once, lists, shows, updates and revokes it; the secret never shows again', async () => {
+    await run(['catalog', 'apply', '-f', file('keys-catalog.yaml', `models:\n${MODEL_A}`)]);
+    const created = await run(['keys', 'create', 'search', '--owner', 'team-search', '--models', 'model-a', '--rpm', '120', '--concurrency', '4', '--json']);
+    expect(created.code).toBe(0);
+    const { key, secret } = JSON.parse(created.out) as { key: { name: string; limits: Record<string, number> }; secret: string };
+    expect(secret).toMatch(/^llmgw-/);
+    expect(key).toMatchObject({ name: 'search', limits: { requestsPerMinute: 120, concurrentRequests: 4 } });
+    const text = await run(['keys', 'create', 'batch', '--owner', 'ops', '--models', '*']);
+    expect(text.out).toMatch(/^batch {2}active {2}owner ops {2}models \* {2}no limits\nsecret \(shown once, store it now\): llmgw-\S+\n$/);
+
+    const list = await run(['keys', 'list']);
+    expect(list).toMatchObject({ code: 0, err: '' });
+    expect(list.out).toContain('search  active  owner team-search  models model-a  requestsPerMinute=120 concurrentRequests=4\n');
+    expect(list.out).not.toContain(secret);
+
+    const updated = await run(['keys', 'update', 'search', '--rpm', 'none', '--tpm', '5000', '--json']);
+    expect(JSON.parse(updated.out)).toMatchObject({ revision: 2, limits: { concurrentRequests: 4, tokensPerMinute: 5000 } });
+    expect(JSON.parse(updated.out).limits.requestsPerMinute).toBeUndefined();
+    expect((await run(['keys', 'update', 'search', '--rpm', 'lots'])).code).toBe(2);
+    expect((await run(['keys', 'update', 'search'])).code).toBe(2);
+
+    const bad = await run(['keys', 'create', 'other', '--owner', 'o', '--models', 'no-such-model']);
+    expect(bad.code).toBe(1);
+    expect(bad.err).toContain("models[0]: no model or alias 'no-such-model' in the catalog");
+
+    expect((await run(['keys', 'revoke', 'search'])).out).toMatch(/^search {2}revoked .* revoked \d{4}-/);
+    const shown = await run(['keys', 'show', 'search', '--json']);
+    expect(JSON.parse(shown.out)).toMatchObject({ state: 'revoked' });
+    expect(shown.out).not.toContain(secret);
+    expect((await run(['keys', 'show', 'nobody'])).code).toBe(1);
   });
 });

@@ -6,6 +6,7 @@ import { catalogValidateCommand } from './catalog-validate.command';
 import { eventsCommand } from './events.command';
 import { explainCommand } from './explain.command';
 import { gcCommand } from './gc.command';
+import { KEYS_COMMANDS } from './keys.command';
 import { modelsCommand } from './models.command';
 import { cordonCommand, drainCommand, uncordonCommand } from './node-action.command';
 import { nodeForgetCommand } from './node-forget.command';
@@ -34,4 +35,5 @@ export const COMMANDS: readonly CliCommand[] = [
   gcCommand,
   planCommand,
   scrapeCommand,
+  ...KEYS_COMMANDS,
 ];
