@@ -10,6 +10,7 @@ import { DocsController } from './api/docs.controller';
 import { CATALOG_CONFIG, type CatalogConfig } from './config/catalog.config';
 import { CATALOG_STORE, catalogStoreProvider, CatalogStoreLifecycle } from './store/catalog-store.provider';
 import { KeysApiController } from './keys/keys-api.controller';
+import { AdminTokensController, SECRET_BYTES } from './tokens/admin-tokens.controller';
 import { KeysApiService, type KeysApiStore } from './keys/keys-api.service';
 
 /** What llmgw-catalog is built from: its validated config, its logger and its metrics registry. */
@@ -29,7 +30,7 @@ export class CatalogModule {
     return {
       module: CatalogModule,
       imports: [ObservabilityModule.forRoot({ logger: options.logger, registry: options.registry })],
-      controllers: [CatalogApiController, KeysApiController, DocsController],
+      controllers: [CatalogApiController, KeysApiController, AdminTokensController, DocsController],
       providers: [
         { provide: CATALOG_CONFIG, useValue: options.config },
         catalogStoreProvider,
@@ -40,10 +41,11 @@ export class CatalogModule {
           inject: [CATALOG_STORE, ROOT_LOGGER],
           useFactory: (store: CatalogApiStore, logger: Logger) => new CatalogApiService(store, logger),
         },
+        { provide: SECRET_BYTES, useValue: randomBytes },
         {
           provide: KeysApiService,
-          inject: [CATALOG_STORE],
-          useFactory: (store: KeysApiStore) => new KeysApiService(store, randomBytes, { now: () => Date.now() }),
+          inject: [CATALOG_STORE, SECRET_BYTES],
+          useFactory: (store: KeysApiStore, bytes: (n: number) => Buffer) => new KeysApiService(store, bytes, { now: () => Date.now() }),
         },
         problemFilterProvider({
           context: 'CatalogApi',

@@ -3,6 +3,8 @@
 // and `gc/collect` removes nothing unless the body says, as JSON, exactly where.
 import { cacheName } from '@llmgw/catalog';
 import { ErrorCode, HTTP_STATUS_OF } from '@llmgw/domain';
+import { secretHash } from '@llmgw/observability';
+import { openStore } from '@llmgw/store';
 import { sqliteBackend, waitFor } from '@llmgw/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FakeAgent } from './test/agent.fake';
@@ -16,6 +18,7 @@ const OLD_B = cacheName('hf://org/retired-b@main') as string;
 describe('admin API errors and gc collect scope', () => {
   let controller: TestController;
   let cleanup: () => Promise<void>;
+  let dbUrl: string;
   const agents: FakeAgent[] = [];
 
   const admin = (path: string, init: RequestInit = {}) =>
@@ -37,6 +40,7 @@ describe('admin API errors and gc collect scope', () => {
 
   beforeAll(async () => {
     const db = await sqliteBackend.create();
+    dbUrl = db.url;
     const file = catalogFile(catalogDoc([{ name: 'llama', replicas: 0 }]));
     controller = await startController({
       LLMGW_DATABASE_URL: db.url,
@@ -108,6 +112,23 @@ describe('admin API errors and gc collect scope', () => {
       code: 'not_found',
       type: 'https://llmgw.dev/problems/not-found',
     });
+  });
+
+  it('takes stored admin tokens by scope: read reads, write changes, a revoked one is refused', async () => {
+    const store = await openStore(dbUrl, { migrate: false });
+    try {
+      await store.adminTokens.create('viewer', ['read'], secretHash('viewer-secret-0123456789'));
+      await store.adminTokens.create('operator', ['read', 'write'], secretHash('operator-secret-0123456789'));
+      const as = (secret: string, path: string, method = 'GET') => fetch(`${controller.http}/v1/admin${path}`, { method, headers: { authorization: `Bearer ${secret}` } });
+      expect((await as('viewer-secret-0123456789', '/status')).status).toBe(200);
+      expect(await problem(as('viewer-secret-0123456789', '/nodes/node-a/cordon', 'POST'))).toMatchObject({ status: 403, code: 'permission_denied' });
+      expect(((await (await as('operator-secret-0123456789', '/nodes/node-a/cordon', 'POST')).json()) as { node: unknown }).node).toMatchObject({ id: 'node-a', cordoned: true });
+      expect((await as('operator-secret-0123456789', '/nodes/node-a/uncordon', 'POST')).status).toBe(200);
+      await store.adminTokens.revoke('operator');
+      expect(await problem(as('operator-secret-0123456789', '/status'))).toMatchObject({ status: 401, code: 'unauthenticated' });
+    } finally {
+      await store.close();
+    }
   });
 
   it('an unknown node is a 404 and nothing is collected anywhere, even beside a known one', async () => {

@@ -4,7 +4,7 @@ import { ObservabilityModule, problemFilterProvider, ReadinessService, type Logg
 import { openStore, redactDatabaseUrl, type Store } from '@llmgw/store';
 import type { Registry } from 'prom-client';
 import { AdminController, ADMIN_SERVICE } from './admin/admin.controller';
-import { AdminGuard } from './admin/admin.guard';
+import { ADMIN_TOKENS, AdminGuard } from './admin/admin.guard';
 import { AdminService } from './admin/admin.service';
 import { CONTROLLER_CONFIG, type ControllerConfig } from './config/controller.config';
 import { ControlPlane } from './control-plane.service';
@@ -77,6 +77,7 @@ export class ControllerModule {
           useFactory: (plane: ControlPlane, held: { store: Store }) => new AdminService(plane, held.store.events, config.timing.commandTimeoutMs),
         },
         ControlPlaneLifecycle,
+        { provide: ADMIN_TOKENS, inject: [STORE], useFactory: (held: { store: Store }) => held.store.adminTokens },
         AdminGuard,
         // App-wide, so a malformed or oversized body and an unknown route or method are problem+json too.
         problemFilterProvider({ context: 'AdminApi', realm: 'llmgw-controller-admin' }),

@@ -7,3 +7,4 @@ export * from './node';
 export * from './replica';
 export * from './admin-api';
 export * from './key-limits';
+export * from './admin-scope';

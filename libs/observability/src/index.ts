@@ -6,3 +6,4 @@ export * from './nest-logger.adapter';
 export * from './observability.module';
 export * from './readiness.service';
 export * from './problem.filter';
+export * from './admin-access';

@@ -10,4 +10,5 @@ export * from './replica.repository';
 export * from './catalog.repository';
 export * from './event.repository';
 export * from './api-key.repository';
+export * from './admin-token.repository';
 export * from './migrations/all.migrations';

@@ -1,5 +1,6 @@
 import type { Clock } from '@llmgw/domain';
 import type { DataSource } from 'typeorm';
+import { TypeormAdminTokenRepository } from './admin-token.repository';
 import { TypeormApiKeyRepository } from './api-key.repository';
 import { TypeormCatalogRepository } from './catalog.repository';
 import { createDataSource, migrate, prepareLocation, type StoreConnectionOptions } from './data-source.factory';
@@ -31,6 +32,7 @@ export interface Store {
   readonly events: TypeormEventRepository;
   readonly leases: TypeormLeaseRepository;
   readonly apiKeys: TypeormApiKeyRepository;
+  readonly adminTokens: TypeormAdminTokenRepository;
   /** Names of the migrations this open applied (empty when the schema was current). */
   readonly appliedMigrations: readonly string[];
   /** Closes the connection or pool. */
@@ -67,6 +69,7 @@ export async function openStore(url: string, options: StoreOptions = {}): Promis
       events: new TypeormEventRepository(database, clock, options.eventRetention),
       leases: new TypeormLeaseRepository(database, clock),
       apiKeys: new TypeormApiKeyRepository(database, clock),
+      adminTokens: new TypeormAdminTokenRepository(database, clock),
       appliedMigrations,
       close: async () => {
         // Let queued SQLite work finish before the connection goes away.

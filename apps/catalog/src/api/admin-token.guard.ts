@@ -1,37 +1,43 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
 import { Inject, Injectable, type CanActivate, type ExecutionContext } from '@nestjs/common';
+import { Reflector } from '@nestjs/core';
 import type { IncomingMessage } from 'node:http';
+import { AdminAccess, bearerSecret, READ_ONLY_ROUTE, scopeOfMethod, type AdminNeed } from '@llmgw/observability';
+import type { Store } from '@llmgw/store';
 import { CATALOG_CONFIG, type CatalogConfig } from '../config/catalog.config';
-import { ProblemError } from '@llmgw/observability';
+import { CATALOG_STORE } from '../store/catalog-store.provider';
+
+/** Route metadata: the route manages admin tokens, which only the bootstrap token may. */
+export const TOKENS_ROUTE = 'llmgw:admin-tokens-route';
 
 /**
- * Lets a request through only with `Authorization: Bearer <LLMGW_CATALOG_ADMIN_TOKEN>`, compared
- * in constant time. Without a configured token every request is refused: an unset secret never
- * means "open". Refusals are 401 problems, which the problem filter gives a `WWW-Authenticate` challenge.
+ * Lets a request through only with `Authorization: Bearer <token>`: the bootstrap token
+ * (LLMGW_CATALOG_ADMIN_TOKEN, every scope) or a stored admin token whose scopes cover the route
+ * (`read` for GET and dry runs, `write` for changes). Without any token configured every request
+ * is refused: an unset secret never means "open". No match is a 401, a missing scope a 403.
  */
 @Injectable()
 export class AdminTokenGuard implements CanActivate {
-  private readonly expected: Buffer | undefined;
+  private readonly access: AdminAccess;
 
-  constructor(@Inject(CATALOG_CONFIG) config: CatalogConfig) {
-    this.expected = config.adminToken === undefined ? undefined : digest(config.adminToken);
+  constructor(
+    @Inject(CATALOG_CONFIG) config: CatalogConfig,
+    @Inject(CATALOG_STORE) store: Pick<Store, 'adminTokens'>,
+    private readonly reflector: Reflector,
+  ) {
+    this.access = new AdminAccess(config.adminToken, store.adminTokens);
   }
 
-  canActivate(context: ExecutionContext): boolean {
+  async canActivate(context: ExecutionContext): Promise<boolean> {
     const req = context.switchToHttp().getRequest<IncomingMessage>();
-    if (this.expected === undefined) {
-      throw new ProblemError('unauthorized', 'the catalog API is locked: LLMGW_CATALOG_ADMIN_TOKEN is not set on the server');
-    }
+    const handler = context.getHandler();
+    const need: AdminNeed = this.reflector.get<boolean>(TOKENS_ROUTE, handler) ? 'tokens' : this.reflector.get<boolean>(READ_ONLY_ROUTE, handler) ? 'read' : scopeOfMethod(req.method);
     const header = req.headers.authorization;
-    const match = typeof header === 'string' ? /^Bearer +(\S+) *$/i.exec(header) : null;
-    if (!match) throw new ProblemError('unauthorized', 'send Authorization: Bearer <admin token>');
-    if (!timingSafeEqual(digest(match[1]), this.expected)) {
-      throw new ProblemError('unauthorized', 'the admin token is wrong');
-    }
+    const refusal = !this.access.hasBootstrap
+      ? 'the catalog API is locked: LLMGW_CATALOG_ADMIN_TOKEN is not set on the server, and no stored admin token matches'
+      : bearerSecret(header) === undefined
+        ? 'send Authorization: Bearer <admin token>'
+        : 'the admin token is wrong';
+    await this.access.require(header, need, refusal);
     return true;
   }
-}
-
-function digest(text: string): Buffer {
-  return createHash('sha256').update(text, 'utf8').digest();
 }

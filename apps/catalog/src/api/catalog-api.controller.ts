@@ -5,7 +5,7 @@ import { AdminTokenGuard } from './admin-token.guard';
 import { CatalogApiService, type CatalogView, type ModelView, type RevisionSummary, type ValidationReport } from './catalog-api.service';
 import { readCatalogBody } from './catalog-body.reader';
 import { parseIfMatch, revisionTag } from './entity-tag.parser';
-import { ProblemError } from '@llmgw/observability';
+import { ProblemError, ReadOnlyRoute } from '@llmgw/observability';
 
 /** Header naming who made a change, stored with the revision; default `admin`. */
 export const AUTHOR_HEADER = 'llmgw-author';
@@ -40,6 +40,7 @@ export class CatalogApiController {
 
   @Post('validate')
   @HttpCode(200)
+  @ReadOnlyRoute()
   async validate(@Req() req: IncomingMessage): Promise<ValidationReport> {
     let document: unknown;
     try {

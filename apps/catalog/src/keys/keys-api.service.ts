@@ -1,7 +1,6 @@
-import { createHash } from 'node:crypto';
 import { Catalog, validateApiKeyPatch, validateApiKeySpec, type KnownModel } from '@llmgw/catalog';
 import { DomainError, ErrorCode, type Clock, type KeyLimits } from '@llmgw/domain';
-import { ProblemError } from '@llmgw/observability';
+import { ProblemError, secretHash } from '@llmgw/observability';
 import type { ApiKeyRecord, CatalogRepository, TypeormApiKeyRepository } from '@llmgw/store';
 import type { IfMatch } from '../api/entity-tag.parser';
 
@@ -31,11 +30,6 @@ export const API_KEY_PREFIX = 'llmgw-';
 /** Random bytes in a secret: 256 bits. */
 const SECRET_BYTES = 32;
 
-/** SHA-256 (hex) of a key secret: what the store and the routers hold. */
-export function apiKeyHash(secret: string): string {
-  return createHash('sha256').update(secret).digest('hex');
-}
-
 /**
  * API keys: created with a random secret shown once, listed and changed without it, revoked for
  * good. Model lists are checked against the catalog as it is now. Writes of one key are
@@ -52,7 +46,7 @@ export class KeysApiService {
     const { spec, problems } = validateApiKeySpec(body, await this.knownModels(), this.clock.now());
     if (spec === undefined) throw new ProblemError('invalid-body', `${problems.length} problem${problems.length === 1 ? '' : 's'}; no key was created`, problems);
     const secret = `${API_KEY_PREFIX}${this.randomBytes(SECRET_BYTES).toString('base64url')}`;
-    const row = await this.store.apiKeys.create(spec.name, spec, apiKeyHash(secret));
+    const row = await this.store.apiKeys.create(spec.name, spec, secretHash(secret));
     return { key: this.view(row), secret };
   }
 

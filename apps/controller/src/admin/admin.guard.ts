@@ -1,37 +1,37 @@
-import { timingSafeEqual } from 'node:crypto';
 import { Inject, Injectable, type CanActivate, type ExecutionContext } from '@nestjs/common';
 import { DomainError, ErrorCode } from '@llmgw/domain';
+import { AdminAccess, scopeOfMethod, type AdminTokenLookup } from '@llmgw/observability';
 import type { IncomingMessage } from 'node:http';
 import { CONTROLLER_CONFIG, type ControllerConfig } from '../config/controller.config';
 
 const LOOPBACK = new Set(['127.0.0.1', '::1', '::ffff:127.0.0.1']);
 
+/** Injection token of the stored admin tokens the guard accepts (the store's `adminTokens`). */
+export const ADMIN_TOKENS = Symbol('llmgw.controller.admin-tokens');
+
 /**
- * Admin API access. With a token configured every request needs `Authorization: Bearer
- * <token>`, loopback included. Without one the admin API answers only clients on this machine
- * (loopback peers): an operator on the box can use `llmgw` with no setup, nobody else can.
+ * Admin API access. A request with `Authorization: Bearer <token>` needs the bootstrap token
+ * (LLMGW_CONTROLLER_ADMIN_TOKEN, every scope) or a stored admin token (created through the
+ * catalog API) whose scopes cover the route: `read` for GET, `write` for cordon, drain, gc and
+ * forget. No match is a 401, a missing scope a 403. Without a bootstrap token, a request with
+ * no credential is answered only for clients on this machine (loopback peers): an operator on
+ * the box can use `llmgw` with no setup, nobody else can.
  */
 @Injectable()
 export class AdminGuard implements CanActivate {
-  private readonly token: string | undefined;
+  private readonly access: AdminAccess;
 
-  constructor(@Inject(CONTROLLER_CONFIG) config: Pick<ControllerConfig, 'adminToken'>) {
-    this.token = config.adminToken;
+  constructor(@Inject(CONTROLLER_CONFIG) config: Pick<ControllerConfig, 'adminToken'>, @Inject(ADMIN_TOKENS) tokens: AdminTokenLookup) {
+    this.access = new AdminAccess(config.adminToken, tokens);
   }
 
-  canActivate(context: ExecutionContext): boolean {
+  async canActivate(context: ExecutionContext): Promise<boolean> {
     const req = context.switchToHttp().getRequest<IncomingMessage>();
-    if (this.token === undefined) {
+    if (!this.access.hasBootstrap && req.headers.authorization === undefined) {
       if (LOOPBACK.has(req.socket.remoteAddress ?? '')) return true;
       throw new DomainError(ErrorCode.PermissionDenied, 'the admin API has no token configured (LLMGW_CONTROLLER_ADMIN_TOKEN) and answers clients on this machine only');
     }
-    const header = req.headers.authorization;
-    const m = typeof header === 'string' ? /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(header) : null;
-    const given = Buffer.from(m?.[1] ?? '');
-    const wanted = Buffer.from(this.token);
-    if (!m || given.length !== wanted.length || !timingSafeEqual(given, wanted)) {
-      throw new DomainError(ErrorCode.Unauthenticated, 'missing or wrong admin token (Authorization: Bearer <token>)');
-    }
+    await this.access.require(req.headers.authorization, scopeOfMethod(req.method), 'missing or wrong admin token (Authorization: Bearer <token>)');
     return true;
   }
 }

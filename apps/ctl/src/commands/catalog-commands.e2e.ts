@@ -13,6 +13,7 @@ import { createCatalogApplyCommand } from './catalog-apply.command';
 import { createCatalogDeleteCommand } from './catalog-delete.command';
 import { createCatalogGetCommand } from './catalog-get.command';
 import { KEYS_COMMANDS } from './keys.command';
+import { TOKENS_COMMANDS } from './tokens.command';
 
 const TOKEN = 'ctl-e2e-token-0123456789';
 const dir = mkdtempSync(join(tmpdir(), 'llmgw-ctl-catalog-'));
@@ -22,7 +23,7 @@ let catalogUrl: string;
 /** Fake time for --wait: sleeping advances the clock, so a timeout needs no real waiting. */
 let clock = 0;
 const deps = { now: () => clock, sleep: async (ms: number) => void (clock += ms) };
-const COMMANDS = [createCatalogGetCommand(deps), createCatalogApplyCommand(deps), createCatalogDeleteCommand(deps), ...KEYS_COMMANDS];
+const COMMANDS = [createCatalogGetCommand(deps), createCatalogApplyCommand(deps), createCatalogDeleteCommand(deps), ...KEYS_COMMANDS, ...TOKENS_COMMANDS];
 
 function file(name: string, text: string): string {
   writeFileSync(join(dir, name), text);
@@ -241,5 +242,22 @@ describe('llmgw keys against the catalog API', () => {
     expect(JSON.parse(shown.out)).toMatchObject({ state: 'revoked' });
     expect(shown.out).not.toContain(secret);
     expect((await run(['keys', 'show', 'nobody'])).code).toBe(1);
+  });
+});
+
+describe('llmgw tokens against the catalog API', () => {
+  it('creates a read token printing its secret once, lists it without the secret, and revokes it', async () => {
+    const created = await run(['tokens', 'create', 'dashboards', '--scope', 'read', '--json']);
+    expect(created.code).toBe(0);
+    const { token, secret } = JSON.parse(created.out) as { token: { scopes: string[] }; secret: string };
+    expect(token.scopes).toEqual(['read']);
+    const list = await run(['tokens', 'list']);
+    expect(list.out).toMatch(/^dashboards {2}read {2}created \S+\n$/);
+    expect(list.out).not.toContain(secret);
+    const asReader = await runCtl(COMMANDS, ['keys', 'create', 'x', '--owner', 'o', '--models', '*', '--catalog', catalogUrl, '--controller', 'http://127.0.0.1:1', '--token', secret], { cwd: dir });
+    expect(asReader.code).toBe(1);
+    expect(asReader.err).toContain("admin token 'dashboards' may not do this (it needs the 'write' scope)");
+    expect((await run(['tokens', 'revoke', 'dashboards'])).out).toMatch(/revoked/);
+    expect((await run(['tokens', 'create', 'x', '--scope', 'root'])).code).toBe(2);
   });
 });

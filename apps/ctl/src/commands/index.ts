@@ -7,6 +7,7 @@ import { eventsCommand } from './events.command';
 import { explainCommand } from './explain.command';
 import { gcCommand } from './gc.command';
 import { KEYS_COMMANDS } from './keys.command';
+import { TOKENS_COMMANDS } from './tokens.command';
 import { modelsCommand } from './models.command';
 import { cordonCommand, drainCommand, uncordonCommand } from './node-action.command';
 import { nodeForgetCommand } from './node-forget.command';
@@ -36,4 +37,5 @@ export const COMMANDS: readonly CliCommand[] = [
   planCommand,
   scrapeCommand,
   ...KEYS_COMMANDS,
+  ...TOKENS_COMMANDS,
 ];
