@@ -1,6 +1,6 @@
 import { cacheName, type Catalog } from '@llmgw/catalog';
 import type { NodeInfo, Replica, ReplicaState } from '@llmgw/domain';
-import { describeProfile, hostMemoryOf, PlacementIndex, type Allocation, type PlacementReason } from '@llmgw/placement';
+import { allocationsOf, describeProfile, PlacementIndex, planPlacements, type PlacementReason } from '@llmgw/placement';
 
 /** Replica states that hold GPUs and memory; stopped, failed and lost replicas hold nothing. */
 const HOLDING_STATES: ReadonlySet<ReplicaState> = new Set(['pending', 'fetching', 'starting', 'ready', 'draining']);
@@ -51,26 +51,11 @@ export interface PlacementPreview {
  * predicts, it does not reserve, and the reconciler may decide differently on a changed fleet.
  */
 export function previewPlacement(catalog: Catalog, nodes: readonly NodeInfo[], replicas: readonly Replica[]): PlacementPreview {
-  const allocations: Allocation[] = [];
   const existing = new Map<string, number>();
-  for (const replica of replicas) {
-    if (!HOLDING_STATES.has(replica.state)) continue;
-    const model = catalog.get(replica.model);
-    if (!model || model.name !== replica.model) continue;
-    existing.set(replica.model, (existing.get(replica.model) ?? 0) + 1);
-    const profile = model.profiles[replica.profileIndex];
-    const reserved = profile ? hostMemoryOf(model, profile) : 0;
-    const memoryBytes = reserved > 0 ? reserved : undefined;
-    for (const m of replica.members) {
-      allocations.push({
-        replicaId: replica.id,
-        model: replica.model,
-        nodeId: m.nodeId,
-        gpuIndices: [...m.gpuIndices],
-        ...(memoryBytes !== undefined ? { memoryBytes } : {}),
-      });
-    }
-  }
+  // Replicas of a model the candidate drops count as freed: the reconciler tears them down.
+  const kept = replicas.filter((r) => HOLDING_STATES.has(r.state) && catalog.get(r.model)?.name === r.model);
+  for (const replica of kept) existing.set(replica.model, (existing.get(replica.model) ?? 0) + 1);
+  const allocations = allocationsOf(kept, (name) => catalog.get(name), () => true);
   let index = PlacementIndex.build({ nodes, allocations });
   const models: ModelPreview[] = [];
   for (const model of catalog.models) {
@@ -90,15 +75,10 @@ export function previewPlacement(catalog: Catalog, nodes: readonly NodeInfo[], r
       continue;
     }
     const attempts = Math.min(missing, PREVIEW_MAX_REPLICAS_PER_MODEL);
-    for (let i = 0; i < attempts; i++) {
-      const result = index.place(request);
-      if (!result.ok) {
-        entry.unplaceable = { summary: result.summary, reasons: result.reasons };
-        break;
-      }
-      entry.placements.push(toPlacement(model.profiles, result.profileIndex, result.members));
-      index = index.withAllocation(`preview:${model.name}:${i}`, request, result);
-    }
+    const plan = planPlacements(index, request, attempts, (i) => `preview:${model.name}:${i}`);
+    for (const { result } of plan.placed) entry.placements.push(toPlacement(model.profiles, result.profileIndex, result.members));
+    if (plan.refused) entry.unplaceable = { summary: plan.refused.summary, reasons: [...plan.refused.reasons] };
+    index = plan.index;
     if (missing > attempts && entry.unplaceable === undefined) entry.truncated = true;
     entry.outcome = entry.placements.length === 0 ? 'unplaceable' : entry.unplaceable ? 'partial' : 'fits';
     models.push(entry);

@@ -1,6 +1,6 @@
 import { cacheName, type Catalog } from '@llmgw/catalog';
 import type { Model, NodeInfo, ReplicaMember } from '@llmgw/domain';
-import { fleetCapacity, hostMemoryOf, PlacementIndex, type Allocation, type PlacementReason, type PlacementRequest, type PlacementResult } from '@llmgw/placement';
+import { allocationsOf, fleetCapacity, PlacementIndex, planPlacements, type Allocation, type PlacementReason, type PlacementRequest } from '@llmgw/placement';
 import type { NodeEntry } from '../nodes/node.entry';
 import { awaitsRendezvous, GONE_STATES, LIVE_STATES, type ReplicaEntry } from '../replicas/replica.entry';
 import { backoffDelay, type BackoffWindow } from './backoff.policy';
@@ -209,19 +209,10 @@ export function planReconcile(input: PlanInput): PlanAction[] {
     const request: PlacementRequest = { model, ...(cacheNameOf(model) !== undefined ? { cacheName: cacheNameOf(model) } : {}) };
     const avoided = activeAvoid(input.avoid.get(model.name), now);
     for (const nodeId of movedFrom.get(model.name) ?? []) avoided.add(nodeId);
-    let target = avoided.size > 0 ? PlacementIndex.build(without(placementIndex().inventory, avoided)) : placementIndex();
-    let refused: { reasons: PlacementReason[]; summary: string } | undefined;
-    const placed: { replicaId: string; result: PlacementResult & { ok: true } }[] = [];
-    for (let i = 0; i < need; i++) {
-      const result = target.place(request);
-      if (!result.ok) {
-        refused = { reasons: result.reasons, summary: result.summary };
-        break;
-      }
-      const replicaId = input.newReplicaId(model.name);
-      placed.push({ replicaId, result });
-      target = target.withAllocation(replicaId, request, result);
-    }
+    const target = avoided.size > 0 ? PlacementIndex.build(without(placementIndex().inventory, avoided)) : placementIndex();
+    const plan = planPlacements(target, request, need, () => input.newReplicaId(model.name));
+    const placed = [...plan.placed];
+    let refused = plan.refused;
     // Short of room: if the whole fleet could never hold what the model wants, place none of it
     // rather than fill every node and still fall short (`replicas: 1000` on three nodes).
     if (refused) {
@@ -315,19 +306,8 @@ export function inventoryOf(
 ): { nodes: NodeInfo[]; allocations: Allocation[] } {
   const infos: NodeInfo[] = [];
   for (const n of nodes.values()) if (n.connected) infos.push(n.info);
-  const allocations: Allocation[] = [];
-  for (const e of replicas.values()) {
-    const r = e.replica;
-    if (GONE_STATES.has(r.state)) continue;
-    const model = catalog?.get(r.model);
-    const profile = model?.profiles[r.profileIndex];
-    const reserved = model && profile ? hostMemoryOf(model, profile) : 0;
-    const memoryBytes = reserved > 0 ? reserved : undefined;
-    for (const m of r.members) {
-      allocations.push({ replicaId: r.id, model: r.model, nodeId: m.nodeId, gpuIndices: m.gpuIndices, ...(memoryBytes !== undefined ? { memoryBytes } : {}) });
-    }
-  }
-  return { nodes: infos, allocations };
+  const held = [...replicas.values()].map((e) => e.replica);
+  return { nodes: infos, allocations: allocationsOf(held, (name) => catalog?.get(name), (state) => !GONE_STATES.has(state)) };
 }
 
 const cacheNames = new WeakMap<Model, string | null>();

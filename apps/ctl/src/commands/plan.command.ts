@@ -8,6 +8,7 @@ import {
   describeProfile,
   freeNodesByFabric,
   PlacementIndex,
+  planPlacements,
   type Allocation,
   type ClassCapacity,
   type FabricCapacity,
@@ -363,24 +364,16 @@ export function makePlan(catalog: Catalog, inventory: Inventory): Plan {
   const replicas: PlannedReplica[] = [];
   for (const model of catalog.models) {
     const request = { model, cacheName: cacheName(model.source) };
-    for (let k = 1; k <= model.replicas.min; k++) {
-      const result = index.place(request);
-      if (result.ok) {
-        const profile = model.profiles[result.profileIndex];
-        replicas.push({
-          model: model.name,
-          replica: k,
-          ok: true,
-          profileIndex: result.profileIndex,
-          engine: profile.engine,
-          profile: describeProfile(profile),
-          members: result.members,
-        });
-        index = index.withAllocation(`plan:${model.name}#${k}`, request, result);
-      } else {
-        replicas.push({ model: model.name, replica: k, ok: false, summary: result.summary, reasons: result.reasons });
-      }
+    const plan = planPlacements(index, request, model.replicas.min, (i) => `plan:${model.name}#${i + 1}`);
+    plan.placed.forEach(({ result }, i) => {
+      const profile = model.profiles[result.profileIndex];
+      replicas.push({ model: model.name, replica: i + 1, ok: true, profileIndex: result.profileIndex, engine: profile.engine, profile: describeProfile(profile), members: result.members });
+    });
+    // Every replica after the first refused one is refused the same way.
+    for (let k = plan.placed.length + 1; plan.refused && k <= model.replicas.min; k++) {
+      replicas.push({ model: model.name, replica: k, ok: false, summary: plan.refused.summary, reasons: [...plan.refused.reasons] });
     }
+    index = plan.index;
   }
   const placed = replicas.filter((r) => r.ok).length;
   return {
