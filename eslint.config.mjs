@@ -50,7 +50,7 @@ export default [
             { sourceTag: 'lib:domain', onlyDependOnLibsWithTags: ['lib:domain'] },
             { sourceTag: 'lib:catalog', onlyDependOnLibsWithTags: ['lib:domain'] },
             { sourceTag: 'lib:placement', onlyDependOnLibsWithTags: ['lib:domain', 'lib:catalog'] },
-            { sourceTag: 'lib:metrics-mappings', onlyDependOnLibsWithTags: ['lib:domain'] },
+            { sourceTag: 'lib:metrics-mappings', onlyDependOnLibsWithTags: ['lib:domain', 'lib:testing'] },
             { sourceTag: 'lib:routing', onlyDependOnLibsWithTags: ['lib:domain', 'lib:metrics-mappings'] },
             { sourceTag: 'lib:lease', onlyDependOnLibsWithTags: ['lib:domain'] },
             { sourceTag: 'lib:limits', onlyDependOnLibsWithTags: ['lib:domain', 'lib:testing'] },

@@ -1,11 +1,12 @@
 import { readFileSync } from 'node:fs';
+import { fixturesDir } from '@llmgw/testing';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { defaultMapping, resolveMapping } from './engine-mapping.registry';
 import { parseAndRead, readLoad } from './engine-load.reader';
 import { PrometheusParseError, parsePrometheusText } from './prometheus-text.parser';
 
-const FIXTURES = join(__dirname, '__fixtures__');
+const FIXTURES = fixturesDir();
 const read = (rel: string): string => readFileSync(join(FIXTURES, rel), 'utf8');
 
 /** The vLLM docs sample without the doc's `$ curl` line and `...` elisions. */

@@ -1,4 +1,5 @@
 import { readdirSync, readFileSync } from 'node:fs';
+import { fixturesDir } from '@llmgw/testing';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
@@ -13,7 +14,7 @@ import {
 } from './prometheus-text.parser';
 
 // Copies of ../shared/fixtures (provenance line kept), committed so tests run on a clean clone.
-const FIXTURES = join(__dirname, '__fixtures__');
+const FIXTURES = fixturesDir();
 const read = (rel: string): string => readFileSync(join(FIXTURES, rel), 'utf8');
 
 function errorOf(text: string): PrometheusParseError {
@@ -73,9 +74,10 @@ const EXPECTED: Record<string, Expectation> = {
   'vllm/vllm_docs_design_metrics_example_output.prom': { accept: false, line: 2, reason: "invalid metric name starting with '$'" },
 };
 
-const fixtureFiles = readdirSync(FIXTURES, { withFileTypes: true })
-  .filter((d) => d.isDirectory())
-  .flatMap((d) => readdirSync(join(FIXTURES, d.name)).map((f) => `${d.name}/${f}`))
+/** Every metrics exposition among the shared fixtures (the engines' and Prometheus's own). */
+const fixtureFiles = ['llamacpp', 'prometheus', 'vllm']
+  .flatMap((dir) => readdirSync(join(FIXTURES, dir)).map((f) => `${dir}/${f}`))
+  .filter((f) => f.endsWith('.prom') || f.endsWith('.om.txt'))
   .sort();
 
 describe('parsePrometheusText on every fixture file', () => {

@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { fixturePath } from '@llmgw/testing';
 import { describe, expect, it } from 'vitest';
 import type { SchedulerSnapshot } from './batch.scheduler';
 import { newRequestCounters, renderLlamacppMetrics, renderVllmMetrics } from './metrics.renderer';
@@ -25,7 +25,7 @@ const options = { modelName: 'org/model "x"', kvMetric: false, legacyKvMetric: f
 
 /** HELP and TYPE lines of a real engine's output, by family. */
 function headerLines(fixture: string): Map<string, string[]> {
-  const text = readFileSync(join(__dirname, '__fixtures__', fixture), 'utf8');
+  const text = readFileSync(fixturePath(fixture), 'utf8');
   const out = new Map<string, string[]>();
   for (const line of text.split('\n')) {
     const m = /^# (HELP|TYPE) (\S+)/.exec(line);
@@ -62,7 +62,7 @@ describe('renderVllmMetrics', () => {
   });
 
   it("uses the real engine's HELP and TYPE lines", () => {
-    const real = headerLines('vllm_docs_design_metrics_example_output.prom');
+    const real = headerLines('vllm/vllm_docs_design_metrics_example_output.prom');
     expect(real.size).toBeGreaterThanOrEqual(4);
     for (const [family, lines] of real) for (const line of lines) expect(text, family).toContain(`${line}\n`);
   });
@@ -86,7 +86,7 @@ describe('renderLlamacppMetrics', () => {
     expect(sampleValue(samples, 'llamacpp:tokens_predicted_total')).toBe(321);
     expect(samples.some((s) => s.name.startsWith('llamacpp:kv_cache'))).toBe(false);
     expect(samples.every((s) => Object.keys(s.labels).length === 0)).toBe(true);
-    const real = headerLines('llama_server_metrics_excerpt.prom');
+    const real = headerLines('llamacpp/llama_server_metrics_excerpt.prom');
     for (const lines of real.values()) for (const line of lines) expect(text).toContain(`${line}\n`);
   });
 

@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { fixturePath } from '@llmgw/testing';
 import { afterEach, describe, expect, it } from 'vitest';
 import { parseArgs } from './cli.parser';
 import { checkExposition, sampleValue } from './prometheus-text.check';
@@ -72,7 +72,7 @@ async function waitFor(check: () => Promise<boolean>, what: string, deadlineMs =
 
 describe('streaming shape', () => {
   it('streams chat chunks shaped like the recorded OpenAI stream, then usage and [DONE]', async () => {
-    const fixture = sseEvents(readFileSync(join(__dirname, '__fixtures__', 'openai_chat_stream_4cc50a6135d2.sse'), 'utf8'));
+    const fixture = sseEvents(readFileSync(fixturePath('openai', 'openai_chat_stream_4cc50a6135d2.sse'), 'utf8'));
     const real = fixture.slice(0, -1).map((e) => JSON.parse(e));
     const { url } = await start(FAST);
     const res = await fetch(`${url}/v1/chat/completions`, {

@@ -4,7 +4,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import OpenAI from 'openai';
-import { waitFor } from '@llmgw/testing';
+import { waitFor , fixturesDir } from '@llmgw/testing';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
   answerOk,
@@ -19,7 +19,7 @@ import {
   type RouterUnderTest,
 } from '../test/router.harness';
 
-const FIXTURES = join(__dirname, '..', '__fixtures__', 'openai');
+const FIXTURES = join(fixturesDir(), 'openai');
 const dir = tempDir();
 const cleanups: (() => Promise<void> | void)[] = [];
 

@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { fixturePath } from '@llmgw/testing';
 import { describe, expect, it } from 'vitest';
 import { onlyPreamble } from './sse-preamble';
 
@@ -37,7 +37,7 @@ describe('onlyPreamble', () => {
   });
 
   it('reads a recorded OpenAI stream: preamble up to its first delta with content, not after', () => {
-    const recorded = readFileSync(join(__dirname, '..', '__fixtures__', 'openai', 'openai_chat_stream_173417d55340.sse'), 'utf8');
+    const recorded = readFileSync(fixturePath('openai', 'openai_chat_stream_173417d55340.sse'), 'utf8');
     const events = recorded.split('\n\n');
     expect(onlyPreamble(`${events[0]}\n\n`)).toBe(true);
     expect(onlyPreamble(`${events[0]}\n\n${events[1]}\n\n`)).toBe(false);

@@ -1,9 +1,10 @@
-// Test-only helpers over the real nvidia-smi outputs copied (verbatim) into ../__fixtures__.
+// Test-only helpers over the real nvidia-smi outputs in libs/testing/fixtures/nvidia-smi.
+import { fixturesDir } from '@llmgw/testing';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { NVIDIA_SMI_QUERY_FIELDS } from '../nvidia-smi.parser';
 
-export const FIXTURES_DIR = join(__dirname, '..', '__fixtures__');
+export const FIXTURES_DIR = join(fixturesDir(), 'nvidia-smi');
 export const H100_CAPTURE = 'capture_h100-80gb-hbm3_590.48.01.txt';
 export const P100_CSV = 'tesla-p100_query-gpu_csv_nounits.csv.txt';
 
