@@ -1,5 +1,6 @@
+import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { ApiKeyAuthenticator, parseApiKeys } from './api-key.authenticator';
+import { ApiKeyAuthenticator, keyAllows, parseApiKeys } from './api-key.authenticator';
 
 describe('ApiKeyAuthenticator', () => {
   const auth = new ApiKeyAuthenticator([
@@ -44,5 +45,33 @@ describe('parseApiKeys', () => {
   it('refuses an empty list rather than silently running open', () => {
     expect(() => parseApiKeys('keys: []', 'f')).toThrow(/no keys listed/);
     expect(() => parseApiKeys('{{', 'f')).toThrow(/not valid YAML/);
+  });
+});
+
+describe('ApiKeyAuthenticator with keys the controller manages', () => {
+  const hash = (s: string) => createHash('sha256').update(s).digest('hex');
+  let now = 1_000;
+  const auth = new ApiKeyAuthenticator([], { now: () => now });
+
+  it('checks nothing until the controller manages keys, then keeps checking when none is left', () => {
+    expect(auth.enforcing).toBe(false);
+    auth.replaceManaged([{ secretHash: hash('llmgw-search-secret-0123'), name: 'search', models: ['llama*'], limits: { requestsPerMinute: 5 }, expiresAt: 2_000 }]);
+    expect(auth.enforcing).toBe(true);
+    expect(auth.check('Bearer llmgw-search-secret-0123')).toEqual({ ok: true, key: { name: 'search', models: ['llama*'], limits: { requestsPerMinute: 5 }, expiresAt: 2_000 } });
+    expect(auth.check('Bearer llmgw-other-secret-01234')).toEqual({ ok: false, reason: 'unknown' });
+    expect(auth.check(undefined)).toEqual({ ok: false, reason: 'missing' });
+    now = 2_000;
+    expect(auth.check('Bearer llmgw-search-secret-0123')).toEqual({ ok: false, reason: 'expired' });
+    auth.replaceManaged([]);
+    expect(auth.enforcing).toBe(true);
+    expect(auth.size).toBe(0);
+  });
+
+  it("lets a key use exactly the models its list names, by name or alias", () => {
+    const key = { name: 'k', models: ['llama*', 'qwen'], limits: {} };
+    expect(keyAllows(key, 'llama-3-8b', 'llama-3-8b')).toBe(true);
+    expect(keyAllows(key, 'q', 'qwen')).toBe(true);
+    expect(keyAllows(key, 'mistral', 'mistral')).toBe(false);
+    expect(keyAllows({ name: 'file', limits: {} }, 'anything', 'anything')).toBe(true);
   });
 });

@@ -1,5 +1,7 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import { keyAllowsModel } from '@llmgw/catalog';
+import type { Clock, KeyLimits } from '@llmgw/domain';
 import { parse as parseYaml } from 'yaml';
 
 /** One accepted API key and the name logs and metrics use for it (never the key itself). */
@@ -10,29 +12,84 @@ export interface ApiKeyEntry {
 
 const sha256 = (text: string): string => createHash('sha256').update(text).digest('hex');
 
+/** What the router knows of an accepted key: never its secret. */
+export interface RouterKey {
+  /** The name logs, metrics, limits and usage use for it. */
+  readonly name: string;
+  /** Model names, aliases or `prefix*` patterns it may use (`*`: all); absent: every model (static keys). */
+  readonly models?: readonly string[];
+  readonly limits: KeyLimits;
+  /** When it stops being accepted (ms since the epoch). */
+  readonly expiresAt?: number;
+}
+
+/** A key the controller publishes: the SHA-256 (hex) of its secret, and what it may do. */
+export interface ManagedKey extends RouterKey {
+  readonly secretHash: string;
+}
+
+/** The outcome of checking an Authorization header. */
+export type KeyCheck = { readonly ok: true; readonly key: RouterKey } | { readonly ok: false; readonly reason: 'missing' | 'unknown' | 'expired' };
+
 /**
- * Checks `Authorization: Bearer <key>` against the configured keys. Keys are held only as
- * SHA-256 digests and looked up by digest, so the comparison does not leak a key's prefix
- * through timing and a heap dump holds no key.
+ * Checks `Authorization: Bearer <key>` against the accepted keys: those of the static keys file
+ * and those the controller publishes (replaced whole on each snapshot, so a revoked key is
+ * refused as soon as the snapshot without it arrives). Keys are held only as SHA-256 digests
+ * and looked up by digest, so the comparison does not leak a key's prefix through timing and a
+ * heap dump holds no key. Once the controller manages keys, the router checks keys even when
+ * none is left: revoking the last key never opens the router.
  */
 export class ApiKeyAuthenticator {
-  private readonly byDigest = new Map<string, string>();
+  private readonly fromFile = new Map<string, RouterKey>();
+  private managed = new Map<string, RouterKey>();
+  private managing = false;
 
-  constructor(entries: readonly ApiKeyEntry[]) {
-    for (const e of entries) this.byDigest.set(sha256(e.key), e.name);
+  constructor(
+    entries: readonly ApiKeyEntry[],
+    private readonly clock: Clock = { now: () => Date.now() },
+  ) {
+    for (const e of entries) this.fromFile.set(sha256(e.key), { name: e.name, limits: {} });
   }
 
   get size(): number {
-    return this.byDigest.size;
+    return this.fromFile.size + this.managed.size;
   }
 
-  /** The name of the key presented in an Authorization header value, or undefined when it is missing or unknown. */
-  authenticate(authorization: string | undefined): string | undefined {
-    if (authorization === undefined) return undefined;
-    const m = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(authorization);
-    if (m === null) return undefined;
-    return this.byDigest.get(sha256(m[1]));
+  /** True when requests need a key: a keys file is configured, or the controller manages keys. */
+  get enforcing(): boolean {
+    return this.fromFile.size > 0 || this.managing;
   }
+
+  /** Takes the controller's keys (all of them: any key not listed is no longer accepted). */
+  replaceManaged(keys: readonly ManagedKey[]): void {
+    const next = new Map<string, RouterKey>();
+    for (const { secretHash, ...key } of keys) next.set(secretHash, key);
+    this.managed = next;
+    this.managing = true;
+  }
+
+  /** The key presented in an Authorization header value, or why there is none. */
+  check(authorization: string | undefined): KeyCheck {
+    if (authorization === undefined) return { ok: false, reason: 'missing' };
+    const m = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(authorization);
+    if (m === null) return { ok: false, reason: 'missing' };
+    const digest = sha256(m[1]);
+    const key = this.managed.get(digest) ?? this.fromFile.get(digest);
+    if (key === undefined) return { ok: false, reason: 'unknown' };
+    if (key.expiresAt !== undefined && key.expiresAt <= this.clock.now()) return { ok: false, reason: 'expired' };
+    return { ok: true, key };
+  }
+
+  /** The name of the key presented in an Authorization header value, or undefined when it is missing, unknown or expired. */
+  authenticate(authorization: string | undefined): string | undefined {
+    const c = this.check(authorization);
+    return c.ok ? c.key.name : undefined;
+  }
+}
+
+/** Whether `key` may use the model a request named (`requested`, a name or alias) that resolved to `model`. */
+export function keyAllows(key: RouterKey, requested: string, model: string): boolean {
+  return key.models === undefined || keyAllowsModel(key.models, requested) || keyAllowsModel(key.models, model);
 }
 
 /**
