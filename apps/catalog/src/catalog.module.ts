@@ -11,6 +11,7 @@ import { CATALOG_CONFIG, type CatalogConfig } from './config/catalog.config';
 import { CATALOG_STORE, catalogStoreProvider, CatalogStoreLifecycle } from './store/catalog-store.provider';
 import { KeysApiController } from './keys/keys-api.controller';
 import { AdminTokensController, SECRET_BYTES } from './tokens/admin-tokens.controller';
+import { USAGE_CLOCK, UsageController } from './usage/usage.controller';
 import { KeysApiService, type KeysApiStore } from './keys/keys-api.service';
 
 /** What llmgw-catalog is built from: its validated config, its logger and its metrics registry. */
@@ -30,7 +31,7 @@ export class CatalogModule {
     return {
       module: CatalogModule,
       imports: [ObservabilityModule.forRoot({ logger: options.logger, registry: options.registry })],
-      controllers: [CatalogApiController, KeysApiController, AdminTokensController, DocsController],
+      controllers: [CatalogApiController, KeysApiController, AdminTokensController, UsageController, DocsController],
       providers: [
         { provide: CATALOG_CONFIG, useValue: options.config },
         catalogStoreProvider,
@@ -42,6 +43,7 @@ export class CatalogModule {
           useFactory: (store: CatalogApiStore, logger: Logger) => new CatalogApiService(store, logger),
         },
         { provide: SECRET_BYTES, useValue: randomBytes },
+        { provide: USAGE_CLOCK, useValue: { now: () => Date.now() } },
         {
           provide: KeysApiService,
           inject: [CATALOG_STORE, SECRET_BYTES],

@@ -11,4 +11,5 @@ export * from './catalog.repository';
 export * from './event.repository';
 export * from './api-key.repository';
 export * from './admin-token.repository';
+export * from './key-usage.repository';
 export * from './migrations/all.migrations';

@@ -6,7 +6,7 @@ import { StoreDatabase } from './database.client';
 import { MIGRATIONS } from './migrations/all.migrations';
 import { openStore } from './store.factory';
 
-const TABLES = ['admin_tokens', 'api_keys', 'catalog_revisions', 'events', 'leases', 'node_credentials', 'nodes', 'replicas'];
+const TABLES = ['admin_tokens', 'api_keys', 'catalog_revisions', 'events', 'key_usage', 'leases', 'node_credentials', 'nodes', 'replicas'];
 
 async function tables(db: StoreDatabase): Promise<string[]> {
   const sql =

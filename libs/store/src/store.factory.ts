@@ -2,6 +2,7 @@ import type { Clock } from '@llmgw/domain';
 import type { DataSource } from 'typeorm';
 import { TypeormAdminTokenRepository } from './admin-token.repository';
 import { TypeormApiKeyRepository } from './api-key.repository';
+import { TypeormKeyUsageRepository } from './key-usage.repository';
 import { TypeormCatalogRepository } from './catalog.repository';
 import { createDataSource, migrate, prepareLocation, type StoreConnectionOptions } from './data-source.factory';
 import { StoreDatabase, type Dialect } from './database.client';
@@ -33,6 +34,7 @@ export interface Store {
   readonly leases: TypeormLeaseRepository;
   readonly apiKeys: TypeormApiKeyRepository;
   readonly adminTokens: TypeormAdminTokenRepository;
+  readonly keyUsage: TypeormKeyUsageRepository;
   /** Names of the migrations this open applied (empty when the schema was current). */
   readonly appliedMigrations: readonly string[];
   /** Closes the connection or pool. */
@@ -70,6 +72,7 @@ export async function openStore(url: string, options: StoreOptions = {}): Promis
       leases: new TypeormLeaseRepository(database, clock),
       apiKeys: new TypeormApiKeyRepository(database, clock),
       adminTokens: new TypeormAdminTokenRepository(database, clock),
+      keyUsage: new TypeormKeyUsageRepository(database),
       appliedMigrations,
       close: async () => {
         // Let queued SQLite work finish before the connection goes away.

@@ -215,6 +215,38 @@ export const OPENAPI_DOCUMENT = {
       parameters: [keyName],
       post: { summary: 'Revoke an API key for good', description: 'Every router refuses it within seconds. Revoking a revoked key changes nothing.', operationId: 'revokeKey', responses: { '200': json('The revoked key.', ref('KeyView'), ETAG_HEADER), '401': problem('Missing or wrong bearer token.'), '404': problem('No such key.') } },
     },
+    '/v1/admin-tokens': {
+      get: { summary: 'Every admin token, revoked ones included (never a secret); bootstrap token only', operationId: 'listAdminTokens', responses: { '200': json('The tokens by name.', { type: 'object', properties: { tokens: { type: 'array', items: ref('AdminTokenView') } } }), '401': problem('Missing or wrong bearer token.'), '403': problem('Not the bootstrap token.') } },
+      post: {
+        summary: 'Create an admin token; bootstrap token only',
+        description: 'Scopes: `read` (every GET and dry run) or `write` (every change, read included). The secret (`llmgw-admin-` + 256 random bits) is in this answer only; the store keeps its SHA-256.',
+        operationId: 'createAdminToken',
+        requestBody: catalogBody({ type: 'object', required: ['name', 'scopes'], additionalProperties: false, properties: { name: { type: 'string' }, scopes: { type: 'array', minItems: 1, items: { type: 'string', enum: ['read', 'write'] } } } }),
+        responses: {
+          '201': json('The token and its secret.', { type: 'object', required: ['token', 'secret'], properties: { token: ref('AdminTokenView'), secret: { type: 'string' } } }),
+          '403': problem('Not the bootstrap token.'),
+          '409': problem('A token with this name exists (revoked tokens keep their names).'),
+          '422': problem('The body is not a valid token: `problems` lists each problem.'),
+          ...keyErrors,
+        },
+      },
+    },
+    '/v1/admin-tokens/{name}/revoke': {
+      parameters: [{ name: 'name', in: 'path', required: true, schema: { type: 'string' } }],
+      post: { summary: 'Revoke an admin token for good; bootstrap token only', operationId: 'revokeAdminToken', responses: { '200': json('The revoked token.', ref('AdminTokenView')), '401': problem('Missing or wrong bearer token.'), '403': problem('Not the bootstrap token.'), '404': problem('No such token.') } },
+    },
+    '/v1/usage': {
+      get: {
+        summary: 'Requests and tokens per API key, model and UTC hour',
+        description: 'What routers reported, as the controller stored it. Read scope.',
+        operationId: 'getUsage',
+        parameters: [
+          { name: 'since', in: 'query', required: false, description: 'A duration back from now (`30m`, `24h`, `7d`; at most 400d) or an RFC 3339 time. Default `24h`.', schema: { type: 'string' } },
+          { name: 'key', in: 'query', required: false, description: 'One key name.', schema: { type: 'string' } },
+        ],
+        responses: { '200': json('Rows per hour and totals per key.', ref('UsageView')), '400': problem('since or key is malformed.'), '401': problem('Missing or wrong bearer token.') },
+      },
+    },
     '/openapi.json': { get: { summary: 'This document', operationId: 'openapi', security: [], responses: { '200': { description: 'OpenAPI 3.1 JSON.' } } } },
     '/docs': { get: { summary: 'This API as a readable page', operationId: 'docs', security: [], responses: { '200': { description: 'HTML.' } } } },
     '/healthz': { get: { summary: 'Liveness', operationId: 'healthz', security: [], responses: { '200': { description: '`{"status":"ok"}` while the process serves.' } } } },
@@ -388,6 +420,23 @@ export const OPENAPI_DOCUMENT = {
           updatedAt: { type: 'string', format: 'date-time' },
           revokedAt: { type: 'string', format: 'date-time' },
           revision: { type: 'integer', minimum: 1 },
+        },
+      },
+      AdminTokenView: {
+        type: 'object',
+        required: ['name', 'scopes', 'createdAt'],
+        properties: { name: { type: 'string' }, scopes: { type: 'array', items: { type: 'string', enum: ['read', 'write'] } }, createdAt: { type: 'string', format: 'date-time' }, revokedAt: { type: 'string', format: 'date-time' } },
+      },
+      UsageView: {
+        type: 'object',
+        required: ['since', 'rows', 'totals'],
+        properties: {
+          since: { type: 'string', format: 'date-time' },
+          rows: {
+            type: 'array',
+            items: { type: 'object', properties: { key: { type: 'string' }, model: { type: 'string' }, hour: { type: 'string', format: 'date-time' }, requests: { type: 'integer' }, promptTokens: { type: 'integer' }, completionTokens: { type: 'integer' } } },
+          },
+          totals: { type: 'array', items: { type: 'object', properties: { key: { type: 'string' }, requests: { type: 'integer' }, promptTokens: { type: 'integer' }, completionTokens: { type: 'integer' } } } },
         },
       },
       InputProblem: { type: 'object', required: ['path', 'message'], properties: { path: { type: 'string' }, message: { type: 'string' } } },

@@ -3,6 +3,7 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { openStore } from '@llmgw/store';
 import { runTsEntry, spawnProcess, stopAllSpawned, type SpawnedProcess } from '@llmgw/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ReplicaView, StatusView } from '../api/admin-api.types';
@@ -14,6 +15,7 @@ import { createCatalogDeleteCommand } from './catalog-delete.command';
 import { createCatalogGetCommand } from './catalog-get.command';
 import { KEYS_COMMANDS } from './keys.command';
 import { TOKENS_COMMANDS } from './tokens.command';
+import { createUsageCommand } from './usage.command';
 
 const TOKEN = 'ctl-e2e-token-0123456789';
 const dir = mkdtempSync(join(tmpdir(), 'llmgw-ctl-catalog-'));
@@ -23,7 +25,7 @@ let catalogUrl: string;
 /** Fake time for --wait: sleeping advances the clock, so a timeout needs no real waiting. */
 let clock = 0;
 const deps = { now: () => clock, sleep: async (ms: number) => void (clock += ms) };
-const COMMANDS = [createCatalogGetCommand(deps), createCatalogApplyCommand(deps), createCatalogDeleteCommand(deps), ...KEYS_COMMANDS, ...TOKENS_COMMANDS];
+const COMMANDS = [createCatalogGetCommand(deps), createCatalogApplyCommand(deps), createCatalogDeleteCommand(deps), ...KEYS_COMMANDS, ...TOKENS_COMMANDS, createUsageCommand()];
 
 function file(name: string, text: string): string {
   writeFileSync(join(dir, name), text);
@@ -259,5 +261,31 @@ describe('llmgw tokens against the catalog API', () => {
     expect(asReader.err).toContain("admin token 'dashboards' may not do this (it needs the 'write' scope)");
     expect((await run(['tokens', 'revoke', 'dashboards'])).out).toMatch(/revoked/);
     expect((await run(['tokens', 'create', 'x', '--scope', 'root'])).code).toBe(2);
+  });
+});
+
+describe('llmgw usage against the catalog API', () => {
+  it('sums what the store holds per key, narrows to one key, and refuses a malformed since', async () => {
+    const store = await openStore(`sqlite:${join(dir, 'data', 'llmgw.db')}`, { migrate: false });
+    const hour = Date.now() - (Date.now() % 3_600_000);
+    try {
+      await store.keyUsage.add([
+        { key: 'search', model: 'model-a', hour, requests: 3, promptTokens: 120, completionTokens: 30 },
+        { key: 'search', model: 'model-b', hour: hour - 3_600_000, requests: 1, promptTokens: 10, completionTokens: 5 },
+        { key: 'batch', model: 'model-a', hour, requests: 2, promptTokens: 7, completionTokens: 1 },
+        { key: 'batch', model: 'model-a', hour: hour - 48 * 3_600_000, requests: 100, promptTokens: 100, completionTokens: 100 },
+      ]);
+    } finally {
+      await store.close();
+    }
+    const all = await run(['usage']);
+    expect(all.code).toBe(0);
+    expect(all.out).toContain('batch  2 requests  7 prompt + 1 completion tokens  (model-a)\n');
+    expect(all.out).toContain('search  4 requests  130 prompt + 35 completion tokens  (model-a, model-b)\n');
+    const one = JSON.parse((await run(['usage', '--key', 'batch', '--since', '7d', '--json'])).out);
+    expect(one.totals).toEqual([{ key: 'batch', requests: 102, promptTokens: 107, completionTokens: 101 }]);
+    const bad = await run(['usage', '--since', 'yesterday']);
+    expect(bad.code).toBe(1);
+    expect(bad.err).toContain('since "yesterday"');
   });
 });

@@ -8,6 +8,7 @@ import { explainCommand } from './explain.command';
 import { gcCommand } from './gc.command';
 import { KEYS_COMMANDS } from './keys.command';
 import { TOKENS_COMMANDS } from './tokens.command';
+import { usageCommand } from './usage.command';
 import { modelsCommand } from './models.command';
 import { cordonCommand, drainCommand, uncordonCommand } from './node-action.command';
 import { nodeForgetCommand } from './node-forget.command';
@@ -38,4 +39,5 @@ export const COMMANDS: readonly CliCommand[] = [
   scrapeCommand,
   ...KEYS_COMMANDS,
   ...TOKENS_COMMANDS,
+  usageCommand,
 ];
