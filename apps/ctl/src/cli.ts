@@ -1,4 +1,5 @@
 import { EXIT_USAGE, UsageError, type CliCommand, type CliIo } from './cli-io';
+import { CLI_VERSION } from './version';
 
 /** Finds the command whose path matches the longest prefix of argv. */
 export function findCommand(commands: readonly CliCommand[], argv: readonly string[]): CliCommand | undefined {
@@ -19,6 +20,7 @@ export function usageText(commands: readonly CliCommand[]): string {
     'commands that talk to the controller or the catalog API take --controller URL, --catalog URL,',
     '--token T and --config FILE; else LLMGW_CONTROLLER_URL, LLMGW_CATALOG_URL, LLMGW_ADMIN_TOKEN;',
     'else ~/.config/llmgw/config.yaml (controller:, catalog:, token:). Every command takes --json.',
+    '`llmgw --version` prints the version.',
     'exit status: 0 ok, 1 failure, 2 usage error.',
   );
   return lines.join('\n') + '\n';
@@ -29,6 +31,10 @@ export async function runCli(commands: readonly CliCommand[], argv: string[], io
   if (argv.length === 0 || argv[0] === '--help' || argv[0] === '-h' || argv[0] === 'help') {
     (argv.length === 0 ? io.err : io.out)(usageText(commands));
     return argv.length === 0 ? EXIT_USAGE : 0;
+  }
+  if (argv.length === 1 && (argv[0] === '--version' || argv[0] === '-V')) {
+    io.out(`llmgw ${CLI_VERSION}\n`);
+    return 0;
   }
   const cmd = findCommand(commands, argv);
   if (!cmd) {
