@@ -1,5 +1,5 @@
 // esbuild options every app build shares: the `esbuildConfig` of each app's `build` target
-// (@nx/esbuild:esbuild, bundle: true, thirdParty: false, metafile: true).
+// (@nx/esbuild:esbuild, bundle: true, thirdParty: false; defaults in nx.json targetDefaults).
 //
 // esbuild bundles an app with the workspace libs it imports and leaves node_modules external.
 // esbuild alone drops `emitDecoratorMetadata`, which Nest's dependency injection reads at run
@@ -51,10 +51,12 @@ const swcDecoratorMetadata: Plugin = {
 const appManifest: Plugin = {
   name: 'app-manifest',
   setup(build) {
+    // The imports are read from esbuild's metafile; asked for here, it is not written to dist.
+    build.initialOptions.metafile = true;
     build.onEnd(async (result) => {
       if (result.errors.length > 0) return;
       const { metafile } = result;
-      if (metafile === undefined) throw new Error('app-manifest: set `metafile: true` on the build target');
+      if (metafile === undefined) throw new Error('app-manifest: esbuild returned no metafile');
       const entries = build.initialOptions.entryPoints;
       const main = Array.isArray(entries) ? String(typeof entries[0] === 'string' ? entries[0] : entries[0].in) : '';
       const appDir = relative(workspaceRoot, join(workspaceRoot, main)).split('/').slice(0, 2).join('/');
