@@ -3,3 +3,4 @@ export * from './leadership.port';
 export * from './leader.elector';
 export * from './always-leader.elector';
 export * from './scheduler.port';
+export * from './leader.follower';

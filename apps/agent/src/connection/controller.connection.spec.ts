@@ -52,19 +52,40 @@ describe('ControllerConnection (in process, real gRPC)', () => {
     return connection;
   }
 
-  it('two standbys naming each other: the first redirect is followed at once, the next ones back off', async () => {
+  it('two standbys naming each other: a redirect is followed at once, and the loop pauses between rounds without growing', async () => {
     const a = await FakeController.start({ kind: 'not-leader' });
     const b = await FakeController.start({ kind: 'not-leader', leaderAddress: a.address });
     a.mode = { kind: 'not-leader', leaderAddress: b.address };
     controllers.push(a, b);
     const timers = new RecordingTimers();
     connect({ controllers: [a.address] }, timers);
-    await waitFor(() => a.registers.length + b.registers.length >= 5, { deadlineMs: 20_000, message: 'five Registers' });
+    await waitFor(() => a.registers.length + b.registers.length >= 8, { deadlineMs: 20_000, message: 'eight Registers' });
     // Reconnect delays only: welcome timers are 5000.
     const reconnects = timers.delays.filter((d) => d !== 5_000);
     expect(reconnects[0]).toBe(0);
-    expect(reconnects.slice(1, 4).every((d) => d >= 20)).toBe(true);
-    expect(reconnects[2]).toBeGreaterThanOrEqual(reconnects[1] / 2);
+    const pauses = reconnects.filter((d) => d > 0);
+    expect(pauses.length).toBeGreaterThanOrEqual(3);
+    for (const d of pauses) expect(d).toBeGreaterThanOrEqual(20);
+    for (const d of pauses) expect(d).toBeLessThanOrEqual(40);
+  });
+
+  it('a dead leader and a standby that knows no leader: NotLeader never grows the delay, and the new leader is joined on the next attempt', async () => {
+    const dead = await FakeController.start({ kind: 'leader', heartbeatIntervalMs: 100 });
+    const deadAddress = dead.address;
+    await dead.stop();
+    const standby = await FakeController.start({ kind: 'not-leader' });
+    controllers.push(standby);
+    const timers = new RecordingTimers();
+    const connection = connect({ controllers: [deadAddress, standby.address] }, timers);
+    // Long enough for a backoff that counted NotLeader as failures to pass its maximum (400 ms).
+    await waitFor(() => standby.registers.length >= 12, { deadlineMs: 20_000, message: 'twelve NotLeader answers' });
+    const reconnects = timers.delays.filter((d) => d !== 5_000);
+    expect(Math.max(...reconnects)).toBeLessThanOrEqual(40);
+    // The standby takes over: the agent's next attempt at it is welcomed.
+    const seen = standby.registers.length;
+    standby.mode = { kind: 'leader', heartbeatIntervalMs: 100 };
+    await waitFor(() => connection.connected, { deadlineMs: 10_000, message: 'welcomed by the new leader' });
+    expect(standby.registers.length).toBeLessThanOrEqual(seen + 2);
   });
 
   it('a controller that accepts the stream but never welcomes is dropped after the timeout and the next one tried', async () => {

@@ -1,8 +1,8 @@
 import { credentials, Metadata, status, type ClientDuplexStream, type StatusObject } from '@grpc/grpc-js';
 import type { Rng } from '@llmgw/domain';
 import { AgentServiceClient, type ConnectRequest, type ConnectResponse, type Heartbeat, type Register } from '@llmgw/proto';
+import { LeaderFollower, type FollowBounds } from '@llmgw/lease';
 import { errorMessage, type AgentLogger } from '../runtime/agent.logger';
-import { reconnectDelay, type BackoffBounds } from './reconnect.backoff';
 
 /** How the agent reaches its controllers. Times in ms. */
 export interface ConnectionSettings {
@@ -10,7 +10,7 @@ export interface ConnectionSettings {
   readonly controllers: readonly string[];
   /** Sent as `authorization: Bearer <token>` call metadata. */
   readonly joinToken?: string;
-  readonly reconnect: BackoffBounds;
+  readonly reconnect: FollowBounds;
   /** Heartbeat interval when a Welcome names none. */
   readonly defaultHeartbeatMs: number;
   /** A stream that brings neither Welcome nor NotLeader within this long is dropped and retried. */
@@ -87,11 +87,12 @@ const REAL_TIMERS: Timers = {
 };
 
 /**
- * The agent's end of `AgentService.Connect`. Connects to any controller in the list; a
- * controller that answers NotLeader is followed to the leader it names (or the next address is
- * tried); anything else that ends the stream is retried with jittered exponential backoff over
- * the list. Each stream opens with Register, then sends a Heartbeat at the interval the Welcome
- * names. A rejected join token stops the connection for good and calls `onFatal`.
+ * The agent's end of `AgentService.Connect`. Connects to any controller in the list and moves
+ * between them by {@link LeaderFollower}: a NotLeader naming the leader is followed at once,
+ * NotLeader answers never grow the delay (a standby answering means a leader is near), and
+ * only rounds of the whole list that nobody answered back off exponentially. Each stream opens
+ * with Register, then sends a Heartbeat at the interval the Welcome names. A rejected join
+ * token stops the connection for good and calls `onFatal`.
  */
 export class ControllerConnection {
   private readonly timers: Timers;
@@ -99,9 +100,7 @@ export class ControllerConnection {
   private call: ClientDuplexStream<ConnectRequest, ConnectResponse> | undefined;
   private welcomed = false;
   private stopped = true;
-  private next = 0;
-  private redirect: string | undefined;
-  private failures = 0;
+  private readonly follower: LeaderFollower;
   private reconnectTimer: NodeJS.Timeout | undefined;
   private heartbeatTimer: NodeJS.Timeout | undefined;
   private welcomeTimer: NodeJS.Timeout | undefined;
@@ -110,7 +109,7 @@ export class ControllerConnection {
     private readonly settings: ConnectionSettings,
     private readonly deps: ConnectionDeps,
   ) {
-    if (settings.controllers.length === 0) throw new Error('no controller addresses');
+    this.follower = new LeaderFollower(settings.controllers, settings.reconnect, deps.rng);
     this.timers = deps.timers ?? REAL_TIMERS;
   }
 
@@ -151,8 +150,7 @@ export class ControllerConnection {
 
   private open(): void {
     if (this.stopped) return;
-    const address = this.redirect ?? this.settings.controllers[this.next % this.settings.controllers.length];
-    this.redirect = undefined;
+    const address = this.follower.current();
     let client = this.clients.get(address);
     if (!client) {
       client = this.deps.createClient
@@ -182,7 +180,7 @@ export class ControllerConnection {
         case 'welcome': {
           this.timers.clearTimeout(this.welcomeTimer);
           this.welcomed = true;
-          this.failures = 0;
+          this.follower.connected();
           if (payload.value.nodeSecret !== undefined) this.keepSecret(payload.value.nodeSecret);
           const interval = payload.value.heartbeatIntervalMs > 0 ? payload.value.heartbeatIntervalMs : this.settings.defaultHeartbeatMs;
           this.deps.logger.info({ controller: address, controllerId: payload.value.controllerId, heartbeatMs: interval }, 'connected to the leading controller');
@@ -250,17 +248,10 @@ export class ControllerConnection {
       this.deps.onFatal(error);
       return;
     }
-    this.failures++;
-    let delay: number;
+    const delay = this.follower.next(notLeader ? { kind: 'notLeader', ...notLeader } : { kind: 'failed' });
     if (notLeader) {
-      if (notLeader.leaderAddress !== undefined && notLeader.leaderAddress !== address) this.redirect = notLeader.leaderAddress;
-      else this.next++;
-      // Follow a redirect at once; a second one in a row (two standbys pointing at each other) backs off.
-      delay = this.redirect !== undefined && this.failures === 1 ? 0 : reconnectDelay(this.failures, this.settings.reconnect, this.deps.rng);
-      this.deps.logger.info({ controller: address, leader: notLeader.leaderAddress ?? '-', delayMs: delay }, 'controller is not the leader');
+      this.deps.logger.info({ controller: address, leader: notLeader.leaderAddress ?? '-', next: this.follower.current(), delayMs: delay }, 'controller is not the leader');
     } else {
-      this.next++;
-      delay = reconnectDelay(this.failures, this.settings.reconnect, this.deps.rng);
       const level = wasWelcomed ? 'warn' : 'info';
       this.deps.logger[level]({ controller: address, code: status[s.code] ?? s.code, details: s.details, delayMs: delay }, 'controller stream ended; reconnecting');
     }
