@@ -149,7 +149,12 @@ export class ControlPlane implements AgentStreamHandler {
     this.credentials = new NodeCredentialService(store.nodes, this.clock);
     this.grpc = new ControllerGrpcServer(
       agentService(this, config.joinToken, logger),
-      routerService(this.publisher, this.usage, { token: config.routerToken, clock: this.clock, futureUsageClamped: (n) => metrics.countFutureUsage(n) }, logger),
+      routerService(
+        this.publisher,
+        this.usage,
+        { token: config.routerToken, clock: this.clock, futureUsageClamped: (n) => metrics.countFutureUsage(n), admit: () => this.admit() },
+        logger,
+      ),
       { join: config.joinToken, router: config.routerToken },
       logger,
     );
@@ -255,8 +260,10 @@ export class ControlPlane implements AgentStreamHandler {
   private endTerm(): void {
     this.phaseValue = 'standby';
     this.reconciler.reset();
-    // Agents must follow the new leader; a standby holding their streams could not command them.
+    // Agents and routers must follow the new leader; a standby holding their streams could not
+    // command the agents, and would show routers a view nobody keeps current.
     this.sessions.closeAll({ $case: 'notLeader', value: {} });
+    this.publisher.leadershipLost();
   }
 
   private checkSettled(): void {
@@ -276,8 +283,7 @@ export class ControlPlane implements AgentStreamHandler {
       await this.loading;
       if (this.leadership.isLeader() && this.phaseValue !== 'standby') return { leader: true };
     }
-    const holder = await this.leadership.holder().catch(() => undefined);
-    const elsewhere = holder && holder.held && holder.owner !== this.leadership.ownerId ? holder.address : undefined;
+    const elsewhere = await this.leadership.leaderElsewhere().catch(() => undefined);
     return elsewhere !== undefined ? { leader: false, leaderAddress: elsewhere } : { leader: false };
   }
 
@@ -491,7 +497,7 @@ export class ControlPlane implements AgentStreamHandler {
         await this.refreshStandby();
       }
       await this.catalog.poll();
-      // Routers watching a standby report their use to it, and it writes that to the store:
+      // Routers that reach a standby report their use to it, and it writes that to the store:
       // the leader reads it back now and then, so idleness is judged on every router's reports.
       if (leader && this.phaseValue === 'active' && ++this.ticks % USAGE_READ_EVERY_TICKS === 0) {
         this.usage.merge(await this.options.store.replicas.listUsage());

@@ -55,6 +55,15 @@ export class RouterRuntimeService implements OnApplicationBootstrap, BeforeAppli
       'routing-table',
       core.mode === 'controller' ? 'no endpoint snapshot from the controller yet' : 'routing table not loaded yet',
     );
+    // Stale but live: once it has a routing table the router serves from it while no controller
+    // answers; this check stays ready and says how stale the table is.
+    const watch = core.watch;
+    if (watch !== undefined) {
+      readiness.register('controller', () => {
+        const { connected, controller, staleMs } = watch.state;
+        return { ready: true, detail: { connected, controller, ...(staleMs !== undefined ? { staleSeconds: Math.round(staleMs / 100) / 10 } : {}) } };
+      });
+    }
   }
 
   onApplicationBootstrap(): void {

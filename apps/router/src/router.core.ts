@@ -51,7 +51,8 @@ export class RouterCore {
   readonly usage: UsageReporter | undefined;
   readonly routerId: string;
   private readonly pool: EnginePool;
-  private readonly client: RouterServiceClient | undefined;
+  /** One gRPC client per controller address, made when first needed. */
+  private readonly clients = new Map<string, RouterServiceClient>();
   private readonly seed: RoutingSnapshot | undefined;
   private readonly logger: Logger;
   private started = false;
@@ -103,24 +104,43 @@ export class RouterCore {
       this.admission.wake(state.endpoint.model),
     );
 
-    if (config.controllerAddress !== undefined) {
-      // A plain snapshot and an inflated compressed one are held to the same limit.
-      this.client = new RouterServiceClient(config.controllerAddress, credentials.createInsecure(), {
-        'grpc.max_receive_message_length': WATCH_MAX_MESSAGE_BYTES,
-      });
-      this.watch = new ControllerWatch(
-        this.client,
+    const addresses = config.controllerAddresses;
+    // Usage goes to the controller the watch follows.
+    let usageClient: (() => RouterServiceClient) | undefined;
+    if (addresses !== undefined) {
+      const clientFor = (address: string): RouterServiceClient => {
+        let client = this.clients.get(address);
+        if (client === undefined) {
+          // A plain snapshot and an inflated compressed one are held to the same limit.
+          client = new RouterServiceClient(address, credentials.createInsecure(), { 'grpc.max_receive_message_length': WATCH_MAX_MESSAGE_BYTES });
+          this.clients.set(address, client);
+        }
+        return client;
+      };
+      const watch = new ControllerWatch(
+        clientFor,
         this.endpoints,
-        { routerId: this.routerId, ...(config.controllerToken !== undefined ? { token: config.controllerToken } : {}), backoffMinMs: config.watch.backoffMinMs, backoffMaxMs: config.watch.backoffMaxMs, rng },
+        {
+          addresses,
+          routerId: this.routerId,
+          ...(config.controllerToken !== undefined ? { token: config.controllerToken } : {}),
+          backoffMinMs: config.watch.backoffMinMs,
+          backoffMaxMs: config.watch.backoffMaxMs,
+          rng,
+          clock,
+        },
         deps.logger.child({ context: 'ControllerWatch' }),
         {
           snapshot: (result) => this.metrics.watchSnapshots.inc({ result: result.applied ? 'applied' : 'stale' }),
           invalid: () => this.metrics.watchSnapshots.inc({ result: 'invalid' }),
           reconnect: () => this.metrics.watchReconnects.inc(),
+          notLeader: () => this.metrics.watchNotLeader.inc(),
         },
       );
+      this.watch = watch;
+      usageClient = () => clientFor(watch.controller);
     }
-    const sink = deps.usageSink ?? (this.client !== undefined ? new GrpcUsageSink(this.client, this.routerId, 5_000, config.controllerToken) : undefined);
+    const sink = deps.usageSink ?? (usageClient !== undefined ? new GrpcUsageSink(usageClient, this.routerId, 5_000, config.controllerToken) : undefined);
     if (sink !== undefined) {
       this.usage = new UsageReporter(this.endpoints, sink, config.usageIntervalMs, deps.logger.child({ context: 'UsageReporter' }), (ok) =>
         this.metrics.usageReports.inc({ result: ok ? 'ok' : 'error' }),
@@ -129,7 +149,7 @@ export class RouterCore {
     this.metrics.attach({
       registry: this.endpoints,
       queueDepths: () => this.admission.depths(),
-      watchConnected: () => this.watch?.connected,
+      watch: () => this.watch?.state,
       clock,
     });
   }
@@ -182,9 +202,9 @@ export class RouterCore {
     await this.usage?.tick();
   }
 
-  /** Releases sockets and the gRPC channel (after the HTTP server has closed). */
+  /** Releases sockets and the gRPC channels (after the HTTP server has closed). */
   close(): void {
     this.pool.destroy();
-    this.client?.close();
+    for (const client of this.clients.values()) client.close();
   }
 }

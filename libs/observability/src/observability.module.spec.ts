@@ -106,6 +106,15 @@ describe('ReadinessService', () => {
     });
   });
 
+  it("passes a check's detail through, ready or not", async () => {
+    const readiness = new ReadinessService();
+    let up = true;
+    readiness.register('controller', () => ({ ready: up, reason: 'no controller', detail: { connected: false, staleSeconds: 12.5, controller: '10.0.0.2:8082' } }));
+    expect(await readiness.evaluate()).toEqual({ ready: true, checks: { controller: { ready: true, detail: { connected: false, staleSeconds: 12.5, controller: '10.0.0.2:8082' } } } });
+    up = false;
+    expect((await readiness.evaluate()).checks['controller']).toEqual({ ready: false, reason: 'no controller', detail: { connected: false, staleSeconds: 12.5, controller: '10.0.0.2:8082' } });
+  });
+
   it('refuses a name registered twice and is ready with no checks', async () => {
     const readiness = new ReadinessService();
     expect(await readiness.evaluate()).toEqual({ ready: true, checks: {} });

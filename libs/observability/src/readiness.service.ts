@@ -1,15 +1,19 @@
 import { Injectable, type BeforeApplicationShutdown } from '@nestjs/common';
 
-/** A check's answer: ready or not, and why not. */
-export type ReadinessResult = boolean | { ready: boolean; reason?: string };
+/** Facts a check shows beside its answer (e.g. how stale the router's routing table is). */
+export type CheckDetail = Readonly<Record<string, string | number | boolean>>;
+
+/** A check's answer: ready or not, why not, and what it saw. */
+export type ReadinessResult = boolean | { ready: boolean; reason?: string; detail?: CheckDetail };
 
 /** A named readiness condition; may be async. A throw or a check slower than 2 s counts as not ready. */
 export type ReadinessCheck = () => ReadinessResult | Promise<ReadinessResult>;
 
-/** One check's state in a report; `reason` only when not ready. */
+/** One check's state in a report; `reason` only when not ready; `detail` when the check gave one. */
 export interface CheckState {
   ready: boolean;
   reason?: string;
+  detail?: CheckDetail;
 }
 
 /** What /readyz answers: ready only when every check is. */
@@ -80,7 +84,8 @@ async function runCheck(check: ReadinessCheck): Promise<CheckState> {
     });
     const result = await Promise.race([Promise.resolve().then(check), timeout]);
     if (typeof result === 'boolean') return result ? { ready: true } : { ready: false, reason: 'not ready' };
-    return result.ready ? { ready: true } : { ready: false, reason: result.reason ?? 'not ready' };
+    const detail = result.detail !== undefined ? { detail: result.detail } : {};
+    return result.ready ? { ready: true, ...detail } : { ready: false, reason: result.reason ?? 'not ready', ...detail };
   } catch (error) {
     return { ready: false, reason: error instanceof Error ? error.message : String(error) };
   } finally {

@@ -11,6 +11,7 @@ import {
 import type { Logger } from 'pino';
 import type { EndpointSink, EndpointSnapshot } from '../publishing/endpoint-sink.port';
 import type { EndpointPublisher } from '../publishing/endpoint.publisher';
+import type { Admission } from './agent.service';
 import { tokenMatches } from './bearer-token.auth';
 import { encodeCompressedWatchResponse, encodeWatchResponse } from './snapshot.encoder';
 
@@ -24,6 +25,8 @@ export interface RouterServiceOptions {
   readonly clock: Clock;
   /** Called with how many usage times of one report were later than now + skew (and clamped). */
   readonly futureUsageClamped: (count: number) => void;
+  /** Whether this controller leads (once its state is loaded), and where the leader is when not. */
+  readonly admit: () => Promise<Admission>;
 }
 
 const UNAUTHENTICATED = { code: status.UNAUTHENTICATED, details: 'missing or wrong router token (authorization: Bearer <token>)' };
@@ -77,13 +80,23 @@ class WatchSink implements EndpointSink {
     const ok = this.call.write(this.encode(snapshot) as unknown as WatchResponse);
     if (!ok) this.blocked = true;
   }
+
+  /** Tells the router this controller no longer leads (naming nobody: it does not know who does yet) and ends the stream. */
+  leadershipLost(): void {
+    if (this.call.cancelled || this.call.writableEnded) return;
+    this.waiting = undefined;
+    this.call.write({ notLeader: {} });
+    this.call.end();
+  }
 }
 
 /**
- * `RouterService`, both methods refused UNAUTHENTICATED without the router token: Watch
- * attaches the router's stream to the publisher (the current snapshot at once, then every
+ * `RouterService`, both methods refused UNAUTHENTICATED without the router token: Watch, on the
+ * leader, attaches the router's stream to the publisher (the current snapshot at once, then every
  * change; `compressed` when the router set `accept_compressed`, the plain `snapshot` otherwise)
- * until the router goes away; ReportUsage hands the last-used map to the usage tracker,
+ * until the router goes away; on a standby it answers one `not_leader` (naming a live leader
+ * only) and ends the stream, so routers watch the controller that knows the cluster's health
+ * rather than a copy read back from the store. ReportUsage, served anywhere, hands the last-used map to the usage tracker,
  * dropping entries whose time is 0 as the contract says and clamping times later than now +
  * {@link USAGE_FUTURE_SKEW_MS} to now (the newest time wins, so a time in the future would
  * otherwise hold a replica "in use" for as long as the controller runs).
@@ -98,18 +111,35 @@ export function routerService(publisher: EndpointPublisher, usage: UsageReceiver
         return;
       }
       const routerId = call.request.routerId || call.getPeer();
-      log.info({ routerId, compressed: call.request.acceptCompressed }, 'router watching');
-      const detach = publisher.attach(new WatchSink(call));
-      let done = false;
-      const end = (): void => {
-        if (done) return;
-        done = true;
-        detach();
-        log.info({ routerId }, 'router stopped watching');
-      };
-      call.on('cancelled', end);
-      call.on('close', end);
-      call.on('error', end);
+      options.admit().then(
+        (admission) => {
+          if (call.cancelled || call.writableEnded) return;
+          if (!admission.leader) {
+            log.info({ routerId, leader: admission.leaderAddress ?? '-' }, 'not the leader: router sent elsewhere');
+            call.write({ notLeader: admission.leaderAddress !== undefined ? { leaderAddress: admission.leaderAddress } : {} });
+            call.end();
+            return;
+          }
+          log.info({ routerId, compressed: call.request.acceptCompressed }, 'router watching');
+          const detach = publisher.attach(new WatchSink(call));
+          let done = false;
+          const end = (): void => {
+            if (done) return;
+            done = true;
+            detach();
+            log.info({ routerId }, 'router stopped watching');
+          };
+          call.on('cancelled', end);
+          call.on('close', end);
+          call.on('error', end);
+          // The router went away while admission waited.
+          if (call.cancelled) end();
+        },
+        (error: unknown) => {
+          log.warn({ err: error, routerId }, 'cannot tell whether this controller leads');
+          call.emit('error', { code: status.UNAVAILABLE, details: 'the controller cannot tell whether it leads now; retry' });
+        },
+      );
     },
     reportUsage(call: ServerUnaryCall<ReportUsageRequest, ReportUsageResponse>, callback: sendUnaryData<ReportUsageResponse>) {
       if (!tokenMatches(call.metadata, options.token)) {

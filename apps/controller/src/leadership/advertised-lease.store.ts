@@ -12,6 +12,8 @@ export interface LeaseHolder {
   /** `host:port` of its gRPC listener, when it advertised one. */
   readonly address?: string;
   readonly generation: number;
+  /** The claim is valid until then, ms since the epoch (the writer's clock). */
+  readonly expiresAt: number;
   /** The claim has not expired. */
   readonly held: boolean;
 }
@@ -44,7 +46,7 @@ export class AdvertisedLeaseStore implements LeaseStore {
     const row = await this.inner.get(name);
     if (!row) return undefined;
     const { owner, address } = parseOwner(row.owner);
-    return { owner, ...(address !== undefined ? { address } : {}), generation: row.generation, held: row.held };
+    return { owner, ...(address !== undefined ? { address } : {}), generation: row.generation, expiresAt: row.expiresAt, held: row.held };
   }
 
   /** The fence as the store must check it: the same owner text the claims wrote. */

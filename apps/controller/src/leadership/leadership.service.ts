@@ -1,6 +1,6 @@
 import { randomInt } from 'node:crypto';
 import type { Clock, Rng } from '@llmgw/domain';
-import { AlwaysLeader, LeaderElector, timerScheduler, type Fence, type Leadership, type LeadershipEnd, type LeadershipTerm } from '@llmgw/lease';
+import { AlwaysLeader, holderRenewing, LeaderElector, timerScheduler, type Fence, type Leadership, type LeadershipEnd, type LeadershipTerm } from '@llmgw/lease';
 import type { Logger } from 'pino';
 import { AdvertisedLeaseStore, type LeaseHolder, type LeaseReader } from './advertised-lease.store';
 
@@ -34,7 +34,7 @@ export class LeadershipService {
     private readonly settings: LeaseSettings | undefined,
     leaseStore: LeaseReader,
     advertiseAddress: string | undefined,
-    clock: Clock,
+    private readonly clock: Clock,
     listener: LeadershipListener,
     logger: Logger,
     rng: Rng = cryptoRng,
@@ -95,6 +95,18 @@ export class LeadershipService {
   async holder(): Promise<LeaseHolder | undefined> {
     if (!this.leases || !this.settings) return undefined;
     return this.leases.holder(this.settings.name);
+  }
+
+  /**
+   * Where another controller leads, as a standby tells agents and routers: the advertised address
+   * of a holder that is still renewing its claim (see holderRenewing), else undefined — a leader
+   * that died is not named while its row is unexpired, nor one that advertised no address.
+   */
+  async leaderElsewhere(): Promise<string | undefined> {
+    if (!this.settings) return undefined;
+    const holder = await this.holder();
+    if (!holder || holder.owner === this.ownerId || holder.address === undefined) return undefined;
+    return holderRenewing(holder, this.clock.now(), this.settings.ttlMs, this.settings.renewIntervalMs) ? holder.address : undefined;
   }
 
   start(): void {

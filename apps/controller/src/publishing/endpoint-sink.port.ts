@@ -41,4 +41,6 @@ export interface EndpointSnapshot {
  */
 export interface EndpointSink {
   publish(snapshot: EndpointSnapshot): void;
+  /** This controller stopped leading: a remote sink ends its stream (an in-process one may stay). */
+  leadershipLost?(): void;
 }

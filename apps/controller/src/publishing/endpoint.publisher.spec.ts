@@ -118,4 +118,21 @@ describe('EndpointPublisher', () => {
     expect(publisher.sinkCount).toBe(1);
     expect(good).toEqual([1]);
   });
+
+  it('on leadership loss ends every remote sink (detached, nothing more sent) and keeps in-process ones', () => {
+    let replicas: ReplicaEntry[] = [];
+    const nodes = new Map([['n1', node('n1')]]);
+    const publisher = new EndpointPublisher({ nodes: () => nodes, replicas: () => replicas, catalog: () => ({ catalog, revision: 1 }) }, pino({ level: 'silent' }));
+    const remote: (number | 'lost')[] = [];
+    const local: number[] = [];
+    publisher.attach({ publish: (s) => remote.push(s.revision), leadershipLost: () => remote.push('lost') });
+    publisher.attach({ publish: (s) => local.push(s.revision) });
+    publisher.open();
+    publisher.leadershipLost();
+    expect(publisher.sinkCount).toBe(1);
+    replicas = [replica('r1', 'n1')];
+    publisher.refresh();
+    expect(remote).toEqual([1, 'lost']);
+    expect(local).toEqual([1, 2]);
+  });
 });

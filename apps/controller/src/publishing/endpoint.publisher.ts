@@ -58,6 +58,22 @@ export class EndpointPublisher {
     };
   }
 
+  /**
+   * This controller stopped leading: every sink that can end its stream does (and is detached),
+   * so watching routers go to the new leader instead of following a view nobody updates.
+   */
+  leadershipLost(): void {
+    for (const sink of this.sinks) {
+      if (sink.leadershipLost === undefined) continue;
+      this.sinks.delete(sink);
+      try {
+        sink.leadershipLost();
+      } catch (error) {
+        this.logger.warn({ err: error }, 'an endpoint sink threw on leadership loss');
+      }
+    }
+  }
+
   /** State is loaded: publish from now on. */
   open(): void {
     this.opened = true;

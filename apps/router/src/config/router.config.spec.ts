@@ -7,7 +7,7 @@ describe('routerConfigSchema', () => {
     const c = loadConfig(routerConfigSchema, {});
     expect(c).toMatchObject({
       port: 8080,
-      controllerAddress: undefined,
+      controllerAddresses: undefined,
       configFile: undefined,
       apiKeysFile: undefined,
       proxy: { maxBodyBytes: 16 * 1024 * 1024, maxJsonDepth: 64, maxRetries: 2 },
@@ -33,10 +33,23 @@ describe('routerConfigSchema', () => {
     });
     expect(c.proxy.maxJsonDepth).toBe(16);
     expect(c.http).toEqual({ maxConnections: 50, minBodyBytesPerSecond: 0, bodyRateGraceMs: 3_000 });
-    expect(c.controllerAddress).toBe('10.0.0.2:8082');
+    expect(c.controllerAddresses).toEqual(['10.0.0.2:8082']);
     expect(c.controllerToken).toBe('router-token-0123456789');
     expect(c.scorerWeights).toEqual({ queue: 1, 'in-flight': 0.5 });
     expect(c.admission).toMatchObject({ thresholds: { maxKvUsage: 0.8 }, queueDeadlineMs: 2_000, retryAfterMaxSeconds: 60 });
+  });
+
+  it('takes a comma list of controller addresses (every controller sharing the lease), and refuses a bad or repeated item by its place', () => {
+    expect(loadConfig(routerConfigSchema, { LLMGW_ROUTER_CONTROLLER: '10.0.0.2:8082, [fd00::3]:8082,controller-b.svc:8082' }).controllerAddresses).toEqual([
+      '10.0.0.2:8082',
+      '[fd00::3]:8082',
+      'controller-b.svc:8082',
+    ]);
+    expect(() => loadConfig(routerConfigSchema, { LLMGW_ROUTER_CONTROLLER: '10.0.0.2:8082,http://b:8082' })).toThrow(
+      'LLMGW_ROUTER_CONTROLLER="10.0.0.2:8082,http://b:8082": item 2 ("http://b:8082"): expected host:port (no scheme), e.g. 10.0.0.2:8082',
+    );
+    expect(() => loadConfig(routerConfigSchema, { LLMGW_ROUTER_CONTROLLER: '10.0.0.2:8082,' })).toThrow(/item 2 \(""\): expected host:port/);
+    expect(() => loadConfig(routerConfigSchema, { LLMGW_ROUTER_CONTROLLER: 'a:1,b:1,a:1' })).toThrow(/a:1 is listed twice/);
   });
 
   it('refuses bad values, naming each variable and value, instead of falling back to a default', () => {

@@ -36,6 +36,27 @@ const parseAddress: EnvParse<string> = (raw) => {
   return m !== null && Number(m[3]) >= 1 && Number(m[3]) <= 65_535 ? ok(raw) : bad('expected host:port (no scheme), e.g. 10.0.0.2:8082');
 };
 
+/**
+ * One or more controller addresses, comma-separated (`host:port,host:port`); each is checked,
+ * and an empty item or one listed twice is refused.
+ */
+const parseAddresses: EnvParse<readonly string[]> = (raw) => {
+  const parts = raw.split(',');
+  if (parts.length === 1) {
+    const one = parseAddress(raw);
+    return one.ok ? ok([one.value]) : one;
+  }
+  const out: string[] = [];
+  for (const [i, part] of parts.entries()) {
+    const item = part.trim();
+    const parsed = parseAddress(item);
+    if (!parsed.ok) return bad(`item ${i + 1} (${JSON.stringify(item)}): ${parsed.reason}`);
+    if (out.includes(item)) return bad(`${item} is listed twice`);
+    out.push(item);
+  }
+  return ok(out);
+};
+
 /** `name=weight,...` for the endpoint picker's scorers; unknown names and non-positive weights are refused. */
 const parseScorerWeights: EnvParse<Record<string, number>> = (raw) => {
   const weights: Record<string, number> = {};
@@ -69,8 +90,12 @@ export const routerConfigSchema = z
     LLMGW_ROUTER_PORT: env.port({ default: 8080 }),
     /** Names this router to the controller; default `<hostname>-<pid>`. */
     LLMGW_ROUTER_ID: env.string({ optional: true }),
-    /** Controller gRPC address (host:port) to watch endpoints from and report usage to; unset = static mode. */
-    LLMGW_ROUTER_CONTROLLER: envVar(parseAddress, { optional: true }),
+    /**
+     * Controller gRPC addresses (`host:port`, comma-separated: every controller sharing the
+     * lease) to watch endpoints from and report usage to; the router follows the leader among
+     * them. Unset = static mode.
+     */
+    LLMGW_ROUTER_CONTROLLER: envVar(parseAddresses, { optional: true }),
     /** The controller's router token (its LLMGW_CONTROLLER_ROUTER_TOKEN), sent on Watch and ReportUsage; unset = none sent. */
     LLMGW_ROUTER_CONTROLLER_TOKEN: env.token({ optional: true }),
     /** YAML/JSON file with `models` and `endpoints`: the whole routing table in static mode, the seed otherwise. */
@@ -135,7 +160,7 @@ export const routerConfigSchema = z
     ...sharedConfig(e),
     port: e.LLMGW_ROUTER_PORT,
     routerId: e.LLMGW_ROUTER_ID,
-    controllerAddress: e.LLMGW_ROUTER_CONTROLLER,
+    controllerAddresses: e.LLMGW_ROUTER_CONTROLLER,
     controllerToken: e.LLMGW_ROUTER_CONTROLLER_TOKEN,
     configFile: e.LLMGW_ROUTER_CONFIG_FILE,
     apiKeysFile: e.LLMGW_ROUTER_API_KEYS_FILE,

@@ -1,6 +1,7 @@
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import type { BreakerState, ScrapeHealth } from '@llmgw/routing';
 import type { EndpointRegistry } from '../endpoints/endpoint.registry';
+import type { WatchState } from '../watch/controller.watch';
 import { FastCounter, FastHistogram } from './fast-metric';
 
 /** Where the scrape-time gauges read from; set once the parts exist. */
@@ -8,8 +9,8 @@ export interface RouterMetricsSources {
   readonly registry: EndpointRegistry;
   /** Requests waiting per model. */
   readonly queueDepths: () => ReadonlyMap<string, number>;
-  /** Whether the watch stream is connected; undefined when the router has no controller. */
-  readonly watchConnected: () => boolean | undefined;
+  /** Where the watch stands; undefined when the router has no controller. */
+  readonly watch: () => WatchState | undefined;
   readonly clock: { now(): number };
 }
 
@@ -50,6 +51,7 @@ export class RouterMetrics {
   readonly connectionsRefused: Counter<string>;
   readonly watchSnapshots: Counter<'result'>;
   readonly watchReconnects: Counter<string>;
+  readonly watchNotLeader: Counter<string>;
   readonly usageReports: Counter<'result'>;
   private sources: RouterMetricsSources | undefined;
 
@@ -161,6 +163,11 @@ export class RouterMetrics {
     this.watchReconnects = new Counter({
       name: 'llmgw_router_watch_reconnects_total',
       help: 'Times the watch stream to the controller was opened again after it ended or failed.',
+      registers: registersList,
+    });
+    this.watchNotLeader = new Counter({
+      name: 'llmgw_router_watch_not_leader_total',
+      help: 'Times a controller answered the watch that it does not lead (the router then follows the leader it names, or the next address).',
       registers: registersList,
     });
     this.usageReports = new Counter({
@@ -323,8 +330,18 @@ export class RouterMetrics {
       registers: registersList,
       collect() {
         this.reset();
-        const connected = src()?.watchConnected();
-        if (connected !== undefined) this.set(connected ? 1 : 0);
+        const watch = src()?.watch();
+        if (watch !== undefined) this.set(watch.connected ? 1 : 0);
+      },
+    });
+    new Gauge({
+      name: 'llmgw_router_snapshot_stale_seconds',
+      help: 'How long the routing table in use has gone without a live watch stream behind it: 0 while connected; absent without a controller or before the first snapshot.',
+      registers: registersList,
+      collect() {
+        this.reset();
+        const staleMs = src()?.watch()?.staleMs;
+        if (staleMs !== undefined) this.set(staleMs / 1000);
       },
     });
   }

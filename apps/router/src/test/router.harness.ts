@@ -200,6 +200,8 @@ export class FakeController {
   readonly usageReports: ReportUsageRequest[] = [];
   readonly watchers = new Set<ServerWritableStream<WatchRequest, WatchResponse>>();
   watchCalls = 0;
+  /** Set: answers every new watch with NotLeader (naming `leaderAddress` when given) and ends it, like a standby. */
+  notLeader: { leaderAddress?: string } | undefined;
   private server: GrpcServer | undefined;
   private current: EndpointSnapshot | undefined;
   port = 0;
@@ -214,6 +216,11 @@ export class FakeController {
     server.addService(RouterServiceService, {
       watch: (call: ServerWritableStream<WatchRequest, WatchResponse>) => {
         this.watchCalls++;
+        if (this.notLeader !== undefined) {
+          call.write({ notLeader: this.notLeader });
+          call.end();
+          return;
+        }
         this.watchers.add(call);
         const drop = (): void => void this.watchers.delete(call);
         call.on('cancelled', drop);

@@ -2,10 +2,13 @@ import type { RouterServiceClient } from '@llmgw/proto';
 import { controllerMetadata } from '../watch/controller.metadata';
 import type { UsageSink } from './usage.sink';
 
-/** {@link UsageSink} over `RouterService.ReportUsage`, each call bounded by `deadlineMs`. */
+/**
+ * {@link UsageSink} over `RouterService.ReportUsage`, each call bounded by `deadlineMs`, sent to
+ * whichever controller `client()` gives at that moment (the one the watch follows).
+ */
 export class GrpcUsageSink implements UsageSink {
   constructor(
-    private readonly client: RouterServiceClient,
+    private readonly client: () => RouterServiceClient,
     private readonly routerId: string,
     private readonly deadlineMs: number,
     /** LLMGW_ROUTER_CONTROLLER_TOKEN, sent as `authorization: Bearer`; unset = none sent. */
@@ -16,7 +19,7 @@ export class GrpcUsageSink implements UsageSink {
     const lastUsedUnixMs: Record<string, number> = {};
     for (const [id, at] of lastUsed) lastUsedUnixMs[id] = at;
     return new Promise((resolve, reject) => {
-      this.client.reportUsage(
+      this.client().reportUsage(
         { routerId: this.routerId, lastUsedUnixMs },
         controllerMetadata(this.token),
         { deadline: Date.now() + this.deadlineMs },

@@ -91,7 +91,14 @@ describe('watching the controller', () => {
 
     const before = await fetch(`${r.url}/readyz`);
     expect(before.status).toBe(503);
-    expect(await before.json()).toEqual({ status: 'not_ready', checks: { 'routing-table': { ready: false, reason: 'no endpoint snapshot from the controller yet' } } });
+    expect(await before.json()).toEqual({
+      status: 'not_ready',
+      checks: {
+        'routing-table': { ready: false, reason: 'no endpoint snapshot from the controller yet' },
+        // No table yet, so nothing is stale: the age is left out, not 0.
+        controller: { ready: true, detail: { connected: false, controller: c.address } },
+      },
+    });
     expect((await postJson(`${r.url}/v1/chat/completions`, chat())).status).toBe(404);
 
     c.publish(protoSnapshot(1, [{ replicaId: 'a', model: 'm1', url: u.url }], [{ name: 'm1', aliases: ['first'] }]));
@@ -191,6 +198,52 @@ describe('watching the controller', () => {
     expect(sampleValue(text, 'llmgw_router_endpoints', { model: 'm1' })).toBe(1);
   });
 
+  it('several controllers: follows a standby\'s NotLeader to the leader, serves stale but live while none answers, and resyncs on the next leader with no ghosts', async () => {
+    const [standby, leader] = [await controller(), await controller()];
+    standby.notLeader = { leaderAddress: leader.address };
+    const [a, b, n] = [await upstream(), await upstream(), await upstream()];
+    leader.publish(protoSnapshot(7, [{ replicaId: 'a', model: 'm1', url: a.url }, { replicaId: 'b', model: 'm1', url: b.url }], ['m1', 'gone-model']));
+    const r = await router(standby, { LLMGW_ROUTER_CONTROLLER: `${standby.address},${leader.address}`, LLMGW_ROUTER_USAGE_INTERVAL: '100ms' });
+    await waitFor(() => r.core.endpoints.revision === 7, { deadlineMs: 10_000, message: 'snapshot from the leader the standby named' });
+    expect(standby.watchCalls).toBe(1);
+    const metrics = async (): Promise<string> => (await fetch(`${r.url}/metrics`)).text();
+    const controllerCheck = async (): Promise<{ status: number; detail: Record<string, unknown> }> => {
+      const res = await fetch(`${r.url}/readyz`);
+      const body = (await res.json()) as { checks: Record<string, { detail: Record<string, unknown> }> };
+      return { status: res.status, detail: body.checks['controller'].detail };
+    };
+    expect(await controllerCheck()).toEqual({ status: 200, detail: { connected: true, controller: leader.address, staleSeconds: 0 } });
+    expect(sampleValue(await metrics(), 'llmgw_router_watch_not_leader_total')).toBe(1);
+    expect(sampleValue(await metrics(), 'llmgw_router_snapshot_stale_seconds')).toBe(0);
+    // Usage goes to the controller the watch follows.
+    expect((await postJson(`${r.url}/v1/chat/completions`, chat())).status).toBe(200);
+    await waitFor(() => leader.usageReports.length > 0, { message: 'usage reported to the leader' });
+    expect(standby.usageReports).toEqual([]);
+
+    // The leader dies and the standby knows no leader yet: the router keeps serving what it knew.
+    leader.stop();
+    standby.notLeader = {};
+    await waitFor(async () => (await controllerCheck()).detail.connected === false, { message: 'router saw the leader go' });
+    await waitFor(async () => (sampleValue(await metrics(), 'llmgw_router_snapshot_stale_seconds') ?? 0) > 0.2, { message: 'the table ages' });
+    const stale = await controllerCheck();
+    expect(stale.status).toBe(200);
+    expect(stale.detail.staleSeconds).toBeGreaterThan(0);
+    for (let i = 0; i < 4; i++) expect((await postJson(`${r.url}/v1/chat/completions`, chat())).status).toBe(200);
+    const asked = standby.watchCalls;
+    await waitFor(() => standby.watchCalls >= asked + 3, { message: 'the router keeps asking the standby' });
+
+    // The standby takes over, knowing a different replica set: the router resyncs to exactly it.
+    standby.publish(protoSnapshot(1, [{ replicaId: 'n', model: 'm1', url: n.url }], ['m1']));
+    standby.notLeader = undefined;
+    await waitFor(() => r.core.endpoints.revision === 1, { deadlineMs: 10_000, message: 'resynced from the new leader' });
+    expect([...r.core.endpoints.active()].map((e) => e.id)).toEqual(['n']);
+    expect(r.core.endpoints.catalog.resolve('gone-model')).toBeUndefined();
+    const [hitsA, hitsB] = [a.hits, b.hits];
+    for (let i = 0; i < 4; i++) expect((await postJson(`${r.url}/v1/chat/completions`, chat())).status).toBe(200);
+    expect([a.hits, b.hits, n.hits]).toEqual([hitsA, hitsB, 4]);
+    expect(await controllerCheck()).toEqual({ status: 200, detail: { connected: true, controller: standby.address, staleSeconds: 0 } });
+  });
+
   it('reports replica → last used to the controller once a tick, leaving out replicas it has not used', async () => {
     const c = await controller();
     const [a, b] = [await upstream(), await upstream()];
@@ -283,9 +336,9 @@ describe('compressed snapshots', () => {
     let invalid = 0;
     let reconnects = 0;
     const watch = new ControllerWatch(
-      client,
+      () => client,
       registry,
-      { routerId: 'w', backoffMinMs: 20, backoffMaxMs: 200, rng: new SeededRng(7) },
+      { addresses: [c.address], routerId: 'w', backoffMinMs: 20, backoffMaxMs: 200, rng: new SeededRng(7), clock: new FakeClock() },
       createLogger({ name: 'test', level: 'info', destination }),
       { invalid: () => invalid++, reconnect: () => reconnects++ },
     );

@@ -1,5 +1,6 @@
-import type { Rng } from '@llmgw/domain';
+import type { Clock, Rng } from '@llmgw/domain';
 import type { ClientReadableStream } from '@grpc/grpc-js';
+import { LeaderFollower, type FollowOutcome } from '@llmgw/lease';
 import type { EndpointSnapshot, RouterServiceClient, WatchResponse } from '@llmgw/proto';
 import type { Logger } from 'pino';
 import type { ApplyResult, EndpointRegistry } from '../endpoints/endpoint.registry';
@@ -15,12 +16,29 @@ export const WATCH_MAX_MESSAGE_BYTES = 4 * 1024 * 1024;
 
 /** Watch settings; times in milliseconds. */
 export interface ControllerWatchOptions {
+  /** Controller gRPC addresses (`host:port`), tried in turn (see LeaderFollower). */
+  readonly addresses: readonly string[];
   readonly routerId: string;
   /** LLMGW_ROUTER_CONTROLLER_TOKEN, sent as `authorization: Bearer`; unset = none sent. */
   readonly token?: string;
   readonly backoffMinMs: number;
   readonly backoffMaxMs: number;
   readonly rng: Rng;
+  readonly clock: Clock;
+}
+
+/** Where the watch stands, for readiness detail and metrics. */
+export interface WatchState {
+  /** A stream is open and has delivered a snapshot. */
+  readonly connected: boolean;
+  /** The controller address the watch is on (connected) or tries next. */
+  readonly controller: string;
+  /**
+   * How long the routing table has gone without a live stream behind it, ms: 0 while connected,
+   * else the time since the last stream that delivered a snapshot ended; undefined before any
+   * snapshot (nothing is held, so nothing is stale).
+   */
+  readonly staleMs: number | undefined;
 }
 
 /** What the watch reports (metrics, readiness). */
@@ -31,37 +49,57 @@ export interface ControllerWatchHooks {
   invalid?(): void;
   /** The stream was opened again after it ended or failed. */
   reconnect?(): void;
+  /** A controller answered that it does not lead. */
+  notLeader?(): void;
 }
 
 /**
- * Follows `RouterService.Watch`: applies each complete snapshot to the registry, ignoring ones
- * older than the current revision within a stream. It asks for compressed snapshots and skips a
- * stale one by its revision without inflating it; one that does not inflate or decode is logged
- * and the stream is dropped, as if it had failed. When the stream ends or fails it reopens it
- * after a jittered exponential backoff, and the first snapshot of the new stream replaces
- * everything whatever its revision (a restarted controller counts from the start again), so no
- * endpoint the controller no longer lists survives a reconnect. While disconnected the router
- * keeps routing with what it last knew.
+ * Follows `RouterService.Watch` on the leading controller: applies each complete snapshot to the
+ * registry, ignoring ones older than the current revision within a stream. It asks for
+ * compressed snapshots and skips a stale one by its revision without inflating it; one that does
+ * not inflate or decode is logged and the stream is dropped, as if it had failed. A standby's
+ * NotLeader is followed to the leader it names; otherwise, and when a stream ends or fails, the
+ * next controller address is tried by {@link LeaderFollower}'s rule (at once within a round,
+ * a short pause after a round some standby answered, exponential backoff after a round nobody
+ * answered). The first snapshot of every new stream replaces everything whatever its revision
+ * (another or a restarted controller counts from its own start), so no endpoint the controller
+ * no longer lists survives a reconnect. While no controller answers the router keeps routing
+ * with what it last knew, and {@link state} says for how long.
  */
 export class ControllerWatch {
   private call: ClientReadableStream<WatchResponse> | undefined;
   private timer: NodeJS.Timeout | undefined;
-  private failures = 0;
+  private readonly follower: LeaderFollower;
   private stopped = true;
   private streamLive = false;
   private opened = 0;
+  /** When the last live stream ended; undefined while one is live or before the first. */
+  private liveEndedAt: number | undefined;
 
   constructor(
-    private readonly client: RouterServiceClient,
+    /** The gRPC client for one controller address (the caller keeps one per address). */
+    private readonly clientFor: (address: string) => RouterServiceClient,
     private readonly registry: EndpointRegistry,
     private readonly options: ControllerWatchOptions,
     private readonly logger: Logger,
     private readonly hooks: ControllerWatchHooks = {},
-  ) {}
+  ) {
+    this.follower = new LeaderFollower(options.addresses, { minMs: options.backoffMinMs, maxMs: options.backoffMaxMs }, options.rng);
+  }
 
   /** True while a stream is open and has delivered at least one snapshot. */
   get connected(): boolean {
     return this.streamLive;
+  }
+
+  /** The controller the watch is on, or tries next. */
+  get controller(): string {
+    return this.follower.current();
+  }
+
+  get state(): WatchState {
+    const staleMs = this.streamLive ? 0 : this.liveEndedAt !== undefined ? this.options.clock.now() - this.liveEndedAt : undefined;
+    return { connected: this.streamLive, controller: this.follower.current(), staleMs };
   }
 
   start(): void {
@@ -83,24 +121,35 @@ export class ControllerWatch {
   private open(): void {
     if (this.stopped) return;
     if (this.opened++ > 0) this.hooks.reconnect?.();
-    const call = this.client.watch({ routerId: this.options.routerId, acceptCompressed: true }, controllerMetadata(this.options.token));
+    const address = this.follower.current();
+    const call = this.clientFor(address).watch({ routerId: this.options.routerId, acceptCompressed: true }, controllerMetadata(this.options.token));
     this.call = call;
     let first = true;
     let ended = false;
-    const end = (reason: string): void => {
+    const end = (reason: string, outcome: FollowOutcome = { kind: 'failed' }): void => {
       if (ended) return;
       ended = true;
       if (this.call !== call) return;
       this.call = undefined;
+      if (this.streamLive) this.liveEndedAt = this.options.clock.now();
       this.streamLive = false;
       if (this.stopped) return;
-      const delay = this.backoff();
-      this.logger.warn({ reason, retryInMs: delay }, 'watch stream to the controller ended; reconnecting');
+      const delay = this.follower.next(outcome);
+      const next = this.follower.current();
+      if (outcome.kind === 'notLeader') this.logger.info({ controller: address, leader: outcome.leaderAddress ?? '-', next, retryInMs: delay }, 'controller is not the leader');
+      else this.logger.warn({ controller: address, reason, next, retryInMs: delay }, 'watch stream to the controller ended; reconnecting');
       this.timer = setTimeout(() => this.open(), delay);
       this.timer.unref();
     };
     call.on('data', (message: WatchResponse) => {
       if (this.call !== call) return;
+      if (message.notLeader !== undefined) {
+        this.hooks.notLeader?.();
+        const leader = message.notLeader.leaderAddress;
+        end('not the leader', { kind: 'notLeader', ...(leader !== undefined && leader !== '' ? { leaderAddress: leader } : {}) });
+        call.cancel();
+        return;
+      }
       const resync = first;
       let wire: EndpointSnapshot;
       if (message.compressed !== undefined) {
@@ -149,14 +198,8 @@ export class ControllerWatch {
 
   /** A readable snapshot arrived: the stream is live and the backoff starts over. */
   private accepted(): void {
-    this.failures = 0;
+    if (!this.streamLive) this.follower.connected();
     this.streamLive = true;
-  }
-
-  /** Next reconnect delay: exponential from min to max, each draw in [50 %, 100 %] of it. */
-  private backoff(): number {
-    const ceiling = Math.min(this.options.backoffMaxMs, this.options.backoffMinMs * 2 ** Math.min(this.failures, 20));
-    this.failures++;
-    return Math.round(ceiling * (0.5 + 0.5 * this.options.rng.next()));
+    this.liveEndedAt = undefined;
   }
 }

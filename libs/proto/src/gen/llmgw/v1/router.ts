@@ -20,6 +20,7 @@ import {
   type ServiceError,
   type UntypedServiceImplementation,
 } from "@grpc/grpc-js";
+import { NotLeader } from "./agent";
 import { EngineKind, engineKindFromJSON, engineKindToJSON } from "./engine";
 
 /** An OpenAI API endpoint a model can serve. */
@@ -83,12 +84,20 @@ export interface WatchRequest {
 
 /**
  * One snapshot, in exactly one of two forms: `compressed` to a watcher that set
- * `WatchRequest.accept_compressed`, `snapshot` to any other. A receiver that finds neither set
- * ignores the message.
+ * `WatchRequest.accept_compressed`, `snapshot` to any other; or, alone, `not_leader`. A
+ * receiver that finds none of them set ignores the message.
  */
 export interface WatchResponse {
   snapshot?: EndpointSnapshot | undefined;
-  compressed?: CompressedSnapshot | undefined;
+  compressed?:
+    | CompressedSnapshot
+    | undefined;
+  /**
+   * This controller is a standby: watch the leader it names (a live one only), or try the next
+   * controller address when it names none. The stream ends after this message. Older routers
+   * ignore it and reconnect when the stream ends.
+   */
+  notLeader?: NotLeader | undefined;
 }
 
 /** An EndpointSnapshot compressed once for every watcher that asked for it. */
@@ -283,7 +292,7 @@ export const WatchRequest: MessageFns<WatchRequest> = {
 };
 
 function createBaseWatchResponse(): WatchResponse {
-  return { snapshot: undefined, compressed: undefined };
+  return { snapshot: undefined, compressed: undefined, notLeader: undefined };
 }
 
 export const WatchResponse: MessageFns<WatchResponse> = {
@@ -293,6 +302,9 @@ export const WatchResponse: MessageFns<WatchResponse> = {
     }
     if (message.compressed !== undefined) {
       CompressedSnapshot.encode(message.compressed, writer.uint32(18).fork()).join();
+    }
+    if (message.notLeader !== undefined) {
+      NotLeader.encode(message.notLeader, writer.uint32(26).fork()).join();
     }
     return writer;
   },
@@ -326,6 +338,14 @@ export const WatchResponse: MessageFns<WatchResponse> = {
             message.compressed = CompressedSnapshot.decode(reader, reader.uint32());
             continue;
           }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.notLeader = NotLeader.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -342,6 +362,11 @@ export const WatchResponse: MessageFns<WatchResponse> = {
     return {
       snapshot: isSet(object.snapshot) ? EndpointSnapshot.fromJSON(object.snapshot) : undefined,
       compressed: isSet(object.compressed) ? CompressedSnapshot.fromJSON(object.compressed) : undefined,
+      notLeader: isSet(object.notLeader)
+        ? NotLeader.fromJSON(object.notLeader)
+        : isSet(object.not_leader)
+        ? NotLeader.fromJSON(object.not_leader)
+        : undefined,
     };
   },
 
@@ -352,6 +377,9 @@ export const WatchResponse: MessageFns<WatchResponse> = {
     }
     if (message.compressed !== undefined) {
       obj.compressed = CompressedSnapshot.toJSON(message.compressed);
+    }
+    if (message.notLeader !== undefined) {
+      obj.notLeader = NotLeader.toJSON(message.notLeader);
     }
     return obj;
   },
@@ -366,6 +394,9 @@ export const WatchResponse: MessageFns<WatchResponse> = {
       : undefined;
     message.compressed = (object.compressed !== undefined && object.compressed !== null)
       ? CompressedSnapshot.fromPartial(object.compressed)
+      : undefined;
+    message.notLeader = (object.notLeader !== undefined && object.notLeader !== null)
+      ? NotLeader.fromPartial(object.notLeader)
       : undefined;
     return message;
   },
@@ -1408,6 +1439,7 @@ export const RouterServiceService = {
    * change. Every message is complete (never a diff), so a router that reconnects needs nothing
    * else. Revisions only grow for the life of a controller process. A router that sets
    * `accept_compressed` gets each snapshot DEFLATE-compressed (`WatchResponse.compressed`).
+   * A controller that does not lead sends one `not_leader` message and ends the stream.
    */
   watch: {
     path: "/llmgw.v1.RouterService/Watch" as const,
@@ -1439,6 +1471,7 @@ export interface RouterServiceServer extends UntypedServiceImplementation {
    * change. Every message is complete (never a diff), so a router that reconnects needs nothing
    * else. Revisions only grow for the life of a controller process. A router that sets
    * `accept_compressed` gets each snapshot DEFLATE-compressed (`WatchResponse.compressed`).
+   * A controller that does not lead sends one `not_leader` message and ends the stream.
    */
   watch: handleServerStreamingCall<WatchRequest, WatchResponse>;
   /**
@@ -1454,6 +1487,7 @@ export interface RouterServiceClient extends Client {
    * change. Every message is complete (never a diff), so a router that reconnects needs nothing
    * else. Revisions only grow for the life of a controller process. A router that sets
    * `accept_compressed` gets each snapshot DEFLATE-compressed (`WatchResponse.compressed`).
+   * A controller that does not lead sends one `not_leader` message and ends the stream.
    */
   watch(request: WatchRequest, options?: Partial<CallOptions>): ClientReadableStream<WatchResponse>;
   watch(
