@@ -14,6 +14,7 @@ import { NodeCredentialService, type NodeAuthentication } from './nodes/node-cre
 import type { ReplicaStatusReport } from './grpc/proto.mapper';
 import { routerService } from './grpc/router.service';
 import { LeadershipService } from './leadership/leadership.service';
+import { settleDecision } from './leadership/settle.policy';
 import { registerClusterMetrics } from './metrics/cluster.collector';
 import type { NodeEntry, NodeHeartbeat, NodeRegistration, ReportedReplica } from './nodes/node.entry';
 import { nodeRecordOf, NodeRegistry, type NodeChange } from './nodes/node.registry';
@@ -70,8 +71,13 @@ export class ControlPlane implements AgentStreamHandler {
   /** Identity checks reading or writing the store now, by node id (a forget waits for them). */
   private readonly checking = new Map<string, Set<Promise<unknown>>>();
   private settleUntil = 0;
+  /** The latest settling lasts while nodes that held replicas are missing. */
+  private holdersUntil = 0;
   /** Nodes the store knew (not lost) when this term began: settling ends early once all of them reconnect. */
   private awaited = new Set<string>();
+  /** Of those, the ones the store said hold replicas: settling waits longer for them (bounded). */
+  private holders = new Set<string>();
+  private extendedLogged = false;
   private loading: Promise<void> | undefined;
   private capacity = 0;
   private tickTimer: NodeJS.Timeout | undefined;
@@ -238,7 +244,10 @@ export class ControlPlane implements AgentStreamHandler {
           this.nodes.loadFromStore(nodes, now);
           this.replicas.loadFromStore(replicas);
           this.awaited = new Set(nodes.filter((n) => n.state !== 'lost').map((n) => n.id));
+          this.holders = new Set(replicas.filter((r) => r.state !== 'stopped').flatMap((r) => r.members.map((m) => m.nodeId)).filter((id) => this.awaited.has(id)));
           this.settleUntil = now + this.options.config.timing.settleMs;
+          this.holdersUntil = this.settleUntil + this.options.config.timing.settleHoldersMs;
+          this.extendedLogged = false;
           this.phaseValue = 'settling';
           this.log.info(
             { nodes: nodes.length, draining: nodes.filter((n) => n.draining).length, replicas: replicas.length, settleMs: this.options.config.timing.settleMs },
@@ -269,12 +278,24 @@ export class ControlPlane implements AgentStreamHandler {
   private checkSettled(): void {
     if (this.phaseValue !== 'settling') return;
     const now = this.clock.now();
-    const waiting = [...this.awaited].filter((id) => !this.nodes.get(id)?.connected);
-    // Early only when the store named nodes and all are back: with none named (a new or lost
-    // store) there is no way to know who is still to come, so the whole window is waited.
-    if (now < this.settleUntil && (waiting.length > 0 || this.awaited.size === 0)) return;
+    const d = settleDecision({
+      now,
+      settleUntil: this.settleUntil,
+      holdersUntil: this.holdersUntil,
+      awaited: this.awaited,
+      holders: this.holders,
+      connected: (id) => this.nodes.get(id)?.connected === true,
+    });
+    if (!d.settled) {
+      if (now >= this.settleUntil && !this.extendedLogged) {
+        this.extendedLogged = true;
+        this.log.info({ missing: d.missing, untilMs: this.holdersUntil - now }, 'settling window over, but nodes that held replicas are still reconnecting: waiting for them');
+      }
+      return;
+    }
     this.phaseValue = 'active';
-    this.log.info({ adopted: this.replicas.size, missing: waiting }, now < this.settleUntil ? 'every known agent is back: adoption settled' : 'settling window over');
+    const message = { 'all-back': 'every known agent is back: adoption settled', 'window-over': 'settling window over', 'holders-limit': 'settling window over; nodes that held replicas did not come back in time' }[d.why];
+    this.log.info({ adopted: this.replicas.size, missing: d.missing }, message);
     this.requestPass();
   }
 

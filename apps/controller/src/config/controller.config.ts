@@ -54,6 +54,8 @@ export const controllerConfigSchema = z
     LLMGW_CONTROLLER_LOST_AFTER: env.duration({ default: '60s' }),
     /** After taking the lead: how long agents get to reconnect before anything is started or stopped. */
     LLMGW_CONTROLLER_SETTLE: env.duration({ default: '20s' }),
+    /** Past the settling window, how much longer it lasts while nodes that held replicas have not reconnected (0 = not at all). */
+    LLMGW_CONTROLLER_SETTLE_HOLDERS: env.duration({ default: '40s' }),
     /** Reconcile, health check, catalog poll and store sync interval. */
     LLMGW_CONTROLLER_TICK: env.duration({ default: '1s' }),
     /** First retry delay of a failed replica or an unplaceable model; doubles per failure. */
@@ -123,6 +125,7 @@ export const controllerConfigSchema = z
         unreachableAfterMs: e.LLMGW_CONTROLLER_UNREACHABLE_AFTER,
         lostAfterMs: e.LLMGW_CONTROLLER_LOST_AFTER,
         settleMs: e.LLMGW_CONTROLLER_SETTLE,
+        settleHoldersMs: e.LLMGW_CONTROLLER_SETTLE_HOLDERS,
         tickMs: e.LLMGW_CONTROLLER_TICK,
         backoffMinMs: e.LLMGW_CONTROLLER_BACKOFF_MIN,
         backoffMaxMs: e.LLMGW_CONTROLLER_BACKOFF_MAX,
