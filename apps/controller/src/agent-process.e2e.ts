@@ -6,9 +6,10 @@ import { mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openStore } from '@llmgw/store';
-import { processExists, runTsEntry, spawnProcess, sqliteBackend, stopAllSpawned, waitFor, type SpawnedProcess } from '@llmgw/testing';
+import { processExists, sqliteBackend, stopAllSpawned, waitFor } from '@llmgw/testing';
 import { afterAll, describe, expect, it } from 'vitest';
 import { hashNodeSecret } from './nodes/node-credential.service';
+import { startAgent } from './test/agent-process.harness';
 import { catalogFile, startController, WatchingRouter } from './test/controller.harness';
 
 const cleanups: (() => Promise<unknown> | void)[] = [];
@@ -19,36 +20,6 @@ afterAll(async () => {
   // Engines deliberately outlive their agent: end any a failed assertion left behind, by id.
   for (const pid of enginePids) if (processExists(pid)) process.kill(-pid, 'SIGKILL');
 });
-
-function startAgent(nodeId: string, controller: string, root: string, extra: { home?: string; env?: Record<string, string>; ready?: boolean } = {}): Promise<SpawnedProcess> {
-  const home = extra.home ?? join(root, nodeId);
-  const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('LLMGW_') && !k.startsWith('HF_')));
-  return spawnProcess({
-    ...runTsEntry('apps/agent/src/main.ts'),
-    name: `llmgw-agent ${nodeId}`,
-    cleanEnv: true,
-    env: {
-      ...env,
-      LLMGW_DATA_DIR: join(home, 'data'),
-      LLMGW_AGENT_PORT: '0',
-      LLMGW_AGENT_NODE_ID: nodeId,
-      LLMGW_AGENT_CACHE_DIR: join(home, 'cache'),
-      LLMGW_AGENT_CONTROLLERS: controller,
-      LLMGW_AGENT_FAKE_GPUS: '8xH100-80GB',
-      LLMGW_AGENT_ENGINE_OVERRIDE: 'sim',
-      LLMGW_AGENT_ADVERTISE_ADDRESS: '127.0.0.1',
-      LLMGW_AGENT_RECONNECT_MIN: '100ms',
-      LLMGW_AGENT_RECONNECT_MAX: '1s',
-      LLMGW_AGENT_READY_TIMEOUT: '60s',
-      LLMGW_AGENT_STOP_GRACE: '5s',
-      // The test's weights file lives in root: allowed explicitly, nothing else.
-      LLMGW_AGENT_SOURCE_DIRS: root,
-      ...extra.env,
-    },
-    readyWhen: extra.ready === false ? undefined : { stdoutMatch: /llmgw-agent listening on http:\/\/127\.0\.0\.1:(\d+)/ },
-    deadlineMs: 60_000,
-  });
-}
 
 describe('with real agent processes', () => {
   it(

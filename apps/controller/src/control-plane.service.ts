@@ -11,7 +11,7 @@ import { agentService, type Admission, type AgentStreamHandler } from './grpc/ag
 import { AgentSessions, type AgentSession } from './grpc/agent.sessions';
 import { ControllerGrpcServer } from './grpc/grpc.server';
 import { NodeCredentialService, type NodeAuthentication } from './nodes/node-credential.service';
-import type { ReplicaStatusReport } from './grpc/proto.mapper';
+import type { ReplicaStatusReport, UnheardFailureReport } from './grpc/proto.mapper';
 import { routerService } from './grpc/router.service';
 import { LeadershipService } from './leadership/leadership.service';
 import { settleDecision } from './leadership/settle.policy';
@@ -349,6 +349,36 @@ export class ControlPlane implements AgentStreamHandler {
     this.checkSettled();
   }
 
+  /**
+   * Engine failures an agent could not report while no leader listened (each followed by the
+   * agent's own restart unless it gave up): each becomes a `failed` event at the time it
+   * happened, and counts as a restart of its replica, as a failure seen live does. The replica's
+   * state is not touched: Register says how it stands now.
+   */
+  unheardFailures(nodeId: string, unheard: readonly UnheardFailureReport[]): void {
+    if (unheard.length === 0) return;
+    const now = this.clock.now();
+    const perReplica = new Map<string, number>();
+    for (const u of unheard) {
+      const { replicaId, reason } = u.status;
+      const model = this.replicas.get(replicaId)?.replica.model;
+      perReplica.set(replicaId, (perReplica.get(replicaId) ?? 0) + 1);
+      this.recordEvent({
+        kind: 'failed',
+        time: Math.min(u.at, now),
+        replicaId,
+        nodeId,
+        ...(model !== undefined ? { model } : {}),
+        reason: `${reason ?? 'engine failed'} (while no leader listened)`,
+      });
+    }
+    for (const [replicaId, n] of perReplica) {
+      if (!this.replicas.get(replicaId)) continue;
+      this.replicas.update(replicaId, (e) => ({ ...e, dirty: true, replica: { ...e.replica, restarts: e.replica.restarts + n } }));
+    }
+    this.log.warn({ nodeId, failures: unheard.length, replicas: [...perReplica.keys()] }, 'agent reported engine failures no leader heard');
+  }
+
   heartbeat(nodeId: string, heartbeat: NodeHeartbeat): void {
     const before = this.nodes.get(nodeId)?.reported;
     if (!before || !this.nodes.heartbeat(nodeId, heartbeat, this.clock.now())) return;
@@ -568,6 +598,6 @@ export class ControlPlane implements AgentStreamHandler {
   }
 
   private recordEvent(e: Parameters<Store['events']['record']>[0]): void {
-    this.options.store.events.record({ ...e, time: this.clock.now() }).catch((error: unknown) => this.log.debug({ err: error, kind: e.kind }, 'store: event not recorded'));
+    this.options.store.events.record({ ...e, time: e.time ?? this.clock.now() }).catch((error: unknown) => this.log.debug({ err: error, kind: e.kind }, 'store: event not recorded'));
   }
 }

@@ -9,6 +9,7 @@ import {
   type ConnectRequest,
   type Gpu,
   type GpuState,
+  type ReplicaStatus,
   type StartReplica,
   type SupervisedReplica,
 } from '@llmgw/proto';
@@ -97,24 +98,23 @@ export function supervisedToWire(r: ReplicaSnapshot): SupervisedReplica {
 }
 
 export function replicaStatusMessage(e: ReplicaStatusEvent): ConnectRequest {
+  return { payload: { $case: 'replicaStatus', value: replicaStatusToWire(e) } };
+}
+
+export function replicaStatusToWire(e: ReplicaStatusEvent): ReplicaStatus {
   return {
-    payload: {
-      $case: 'replicaStatus',
-      value: {
-        replicaId: e.replicaId,
-        state: stateToWire(e.state),
-        ...(e.reason !== undefined && { reason: e.reason }),
-        ...(e.exitCode !== undefined && { exitCode: e.exitCode }),
-        ...(e.signal !== undefined && { signal: e.signal }),
-        lastLogLines: [...e.lastLogLines],
-        restarts: e.restarts,
-        ...(e.port !== undefined && { port: e.port }),
-        ...(e.pid !== undefined && { pid: e.pid }),
-        ...(e.fetchedBytes !== undefined && { fetchedBytes: e.fetchedBytes }),
-        ...(e.fetchTotalBytes !== undefined && { fetchTotalBytes: e.fetchTotalBytes }),
-        ...(e.rendezvousPort !== undefined && { rendezvousPort: e.rendezvousPort }),
-      },
-    },
+    replicaId: e.replicaId,
+    state: stateToWire(e.state),
+    ...(e.reason !== undefined && { reason: e.reason }),
+    ...(e.exitCode !== undefined && { exitCode: e.exitCode }),
+    ...(e.signal !== undefined && { signal: e.signal }),
+    lastLogLines: [...e.lastLogLines],
+    restarts: e.restarts,
+    ...(e.port !== undefined && { port: e.port }),
+    ...(e.pid !== undefined && { pid: e.pid }),
+    ...(e.fetchedBytes !== undefined && { fetchedBytes: e.fetchedBytes }),
+    ...(e.fetchTotalBytes !== undefined && { fetchTotalBytes: e.fetchTotalBytes }),
+    ...(e.rendezvousPort !== undefined && { rendezvousPort: e.rendezvousPort }),
   };
 }
 

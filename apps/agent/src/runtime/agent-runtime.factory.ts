@@ -115,6 +115,7 @@ export function createAgentRuntime(options: CreateAgentRuntimeOptions): CreatedA
     fetcher,
     collector,
     logger: logger.child({ context: 'AgentRuntime' }),
+    now: () => Date.now(),
   });
   const connection = new ControllerConnection(
     { controllers: o.controllers, ...(o.joinToken !== undefined && { joinToken: o.joinToken }), reconnect: o.reconnect, defaultHeartbeatMs: 5_000, welcomeTimeoutMs: 30_000 },
@@ -124,6 +125,7 @@ export function createAgentRuntime(options: CreateAgentRuntimeOptions): CreatedA
       logger: logger.child({ context: 'ControllerConnection' }),
       rng: { next: () => Math.random() },
       onFatal: options.onFatal,
+      onLeaderChange: (connected) => runtime.leaderChanged(connected),
     },
   );
   runtime.attach(connection);

@@ -7,6 +7,7 @@ import {
   gpuToWire,
   replicaSpecFromWire,
   replicaStatusMessage,
+  replicaStatusToWire,
   supervisedToWire,
 } from '../connection/proto.mapper';
 import type { NodeInventory } from '../discovery/discovery.service';
@@ -14,6 +15,7 @@ import type { SupervisorService } from '../supervision/supervisor.service';
 import type { WeightsCollector } from '../weights/weights.collector';
 import type { WeightsFetcher } from '../weights/weights.fetcher';
 import { errorMessage, type AgentLogger } from './agent.logger';
+import { UnheardFailures } from './unheard-failures.buffer';
 
 /** Who this node says it is. */
 export interface AgentIdentity {
@@ -31,22 +33,38 @@ export interface AgentRuntimeDeps {
   readonly fetcher: WeightsFetcher;
   readonly collector: WeightsCollector;
   readonly logger: AgentLogger;
+  /** Wall clock, ms since the epoch (when an unheard failure happened). */
+  readonly now: () => number;
 }
 
 /**
  * The agent's side of the controller stream: what it registers and reports, and what it does
  * with each command. Every command gets exactly one CommandResult; replica state changes go out
- * as ReplicaStatus as they happen. Engines are never stopped by the agent stopping.
+ * as ReplicaStatus as they happen while a leader listens. A failure while none does is kept and
+ * sent in one UnheardFailures message after the next Welcome; other changes then need no report,
+ * since Register lists every replica as it stands. Engines are never stopped by the agent stopping.
  */
 export class AgentRuntime implements AgentSession {
   private connection: ControllerConnection | undefined;
+  private readonly unheard = new UnheardFailures();
 
   constructor(private readonly deps: AgentRuntimeDeps) {}
 
   /** Connects the runtime to its stream (a cycle: the connection calls back into the session). */
   attach(connection: ControllerConnection): void {
     this.connection = connection;
-    this.deps.supervisor.onStatus((event) => this.connection?.send(replicaStatusMessage(event)));
+    this.deps.supervisor.onStatus((event) => {
+      if (this.connection?.connected) this.connection.send(replicaStatusMessage(event));
+      else if (event.state === 'failed') this.unheard.record(replicaStatusToWire(event), this.deps.now());
+    });
+  }
+
+  /** The connection reached a leader (Welcome) or lost it: a new leader is told the failures nobody heard. */
+  leaderChanged(connected: boolean): void {
+    if (!connected || this.unheard.size === 0) return;
+    const { failures, dropped } = this.unheard.take();
+    this.connection?.send({ payload: { $case: 'unheardFailures', value: { failures } } });
+    this.deps.logger.info({ failures: failures.length, dropped }, 'reported engine failures no leader heard');
   }
 
   /** Re-adopts engines left by an earlier agent process, then connects. */

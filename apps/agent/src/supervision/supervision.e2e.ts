@@ -8,7 +8,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { cacheName } from '@llmgw/catalog';
-import { CollectOutcome, EngineKind, ReplicaState, type StartReplica } from '@llmgw/proto';
+import { CollectOutcome, EngineKind, ReplicaState, type ReplicaStatus, type StartReplica } from '@llmgw/proto';
 import { processExists, stopAllSpawned, waitFor } from '@llmgw/testing';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { readProcStat } from '../state/proc-stat.reader';
@@ -58,6 +58,16 @@ describe('engine supervision (real agent, sim-engine, fake controller)', () => {
       ...over,
     };
     return { $case: 'startReplica', value };
+  }
+
+  /** Starts the agent, sends it r-1, and waits until r-1 is ready (its pid kept for cleanup). */
+  async function readyReplica(): Promise<ReplicaStatus> {
+    await startAgent(home, [controller.address]);
+    await waitFor(() => controller.registers.length === 1, { deadlineMs: 60_000, message: 'Register' });
+    controller.send(startReplica());
+    const first = await controller.status('r-1', (s) => s.state === READY);
+    engines.add(first.pid);
+    return first;
   }
 
   /** Every pid the controller heard of for a replica, recorded for cleanup too. */
@@ -127,11 +137,7 @@ describe('engine supervision (real agent, sim-engine, fake controller)', () => {
   it(
     'a crashed engine is reported failed with how it ended and its last log lines, then restarted',
     async () => {
-      await startAgent(home, [controller.address]);
-      await waitFor(() => controller.registers.length === 1, { deadlineMs: 60_000, message: 'Register' });
-      controller.send(startReplica());
-      const first = await controller.status('r-1', (s) => s.state === READY);
-      engines.add(first.pid);
+      const first = await readyReplica();
 
       const seen = controller.statuses.length;
       process.kill(first.pid as number, 'SIGKILL');
@@ -146,6 +152,44 @@ describe('engine supervision (real agent, sim-engine, fake controller)', () => {
       expect(back.restarts).toBe(1);
       expect(back.port).toBe(first.port);
       expect((await fetch(`http://127.0.0.1:${back.port}/health`)).status).toBe(200);
+    },
+    TIMEOUT,
+  );
+
+  it(
+    'a crash while no leader listens is restarted, and reported to the next leader after its Welcome',
+    async () => {
+      const first = await readyReplica();
+
+      // The controller stops leading: the agent keeps reconnecting and is told NotLeader.
+      controller.mode = { kind: 'not-leader' };
+      controller.dropStreams();
+      const registered = controller.registers.length;
+      await waitFor(() => controller.registers.length > registered, { deadlineMs: 20_000, message: 'the agent back, told NotLeader' });
+      const statusesBefore = controller.statuses.length;
+      process.kill(first.pid as number, 'SIGKILL');
+      // Its Registers (to a standby) show the engine restarted by the agent.
+      await waitFor(
+        () => controller.registers.some((r) => r.value.replicas.some((x) => x.replicaId === 'r-1' && x.restarts === 1 && x.state === READY)),
+        { deadlineMs: 60_000, message: 'restarted while no leader listened' },
+      );
+      expect(controller.statuses.length).toBe(statusesBefore);
+      expect(controller.unheard).toEqual([]);
+
+      // It leads again: right after the Welcome the agent says what nobody heard.
+      controller.mode = { kind: 'leader', heartbeatIntervalMs: 300 };
+      const report = await waitFor(() => controller.unheard[0], { deadlineMs: 20_000, message: 'UnheardFailures' });
+      expect(report.value.failures).toHaveLength(1);
+      const [failure] = report.value.failures;
+      expect(failure.status).toMatchObject({ replicaId: 'r-1', state: FAILED, signal: 'SIGKILL', restarts: 0 });
+      expect(failure.status?.reason).toMatch(/^engine was killed by SIGKILL; restart 1\/2 in 300 ms$/);
+      expect(failure.atUnixMs).toBeGreaterThan(Date.now() - 120_000);
+      pidsOf('r-1');
+      for (const r of controller.registers) for (const x of r.value.replicas) if (x.pid !== undefined) engines.add(x.pid);
+      // Said once: a later stream carries nothing more.
+      controller.dropStreams();
+      await waitFor(() => controller.heartbeats.some((h) => h.stream > report.stream), { deadlineMs: 20_000, message: 'a new stream' });
+      expect(controller.unheard).toHaveLength(1);
     },
     TIMEOUT,
   );

@@ -5,7 +5,15 @@ import type { NodeAuthentication } from '../nodes/node-credential.service';
 import type { NodeHeartbeat, NodeRegistration } from '../nodes/node.entry';
 import { AgentSession } from './agent.sessions';
 import { tokenMatches } from './bearer-token.auth';
-import { heartbeatFromProto, registrationFromProto, replicaStatusFromProto, WireError, type ReplicaStatusReport } from './proto.mapper';
+import {
+  heartbeatFromProto,
+  registrationFromProto,
+  replicaStatusFromProto,
+  unheardFailureFromProto,
+  WireError,
+  type ReplicaStatusReport,
+  type UnheardFailureReport,
+} from './proto.mapper';
 
 /** Whether this controller takes agents now, and where the leader is when it does not. */
 export type Admission = { readonly leader: true } | { readonly leader: false; readonly leaderAddress?: string };
@@ -22,6 +30,8 @@ export interface AgentStreamHandler {
   /** Undoes the binding to a secret `authenticate` just issued, when its stream went away before the Welcome. */
   releaseSecret(nodeId: string, issued: string): Promise<void>;
   registered(session: AgentSession, registration: NodeRegistration): void;
+  /** Engine failures on the node that happened while no leader listened. */
+  unheardFailures(nodeId: string, failures: readonly UnheardFailureReport[]): void;
   heartbeat(nodeId: string, heartbeat: NodeHeartbeat): void;
   replicaStatus(nodeId: string, status: ReplicaStatusReport): void;
   /** The stream ended; `session` may already have been replaced by a newer one. */
@@ -107,6 +117,8 @@ export function agentService(handler: AgentStreamHandler, joinToken: string | un
             return handler.replicaStatus(session.nodeId, replicaStatusFromProto(p.value));
           case 'commandResult':
             return session.result(p.value);
+          case 'unheardFailures':
+            return handler.unheardFailures(session.nodeId, p.value.failures.map(unheardFailureFromProto));
           default:
             return fail(status.INVALID_ARGUMENT, 'empty message');
         }

@@ -183,6 +183,24 @@ export function replicaStatusFromProto(s: pb.ReplicaStatus): ReplicaStatusReport
   };
 }
 
+/** An engine failure its agent could not report when it happened (UnheardFailures); `at` in ms since the epoch. */
+export interface UnheardFailureReport {
+  readonly status: ReplicaStatusReport;
+  readonly at: number;
+}
+
+/** `UnheardFailure` → domain; throws WireError naming the entry when it has no status or an unknown state. */
+export function unheardFailureFromProto(u: pb.UnheardFailure, index: number): UnheardFailureReport {
+  const field = `unheardFailures.failures[${index}]`;
+  if (u.status === undefined) throw new WireError(`${field}.status`, 'is required');
+  try {
+    return { status: replicaStatusFromProto(u.status), at: u.atUnixMs };
+  } catch (error) {
+    if (error instanceof WireError) throw new WireError(`${field}.${error.field.replace(/^replicaStatus\./, 'status.')}`, error.message.slice(error.field.length + 2));
+    throw error;
+  }
+}
+
 /** Where a member's node is, for StartReplica's member list. */
 export interface MemberAddress {
   readonly nodeId: string;

@@ -14,6 +14,7 @@ import {
   type ConnectResponse,
   type StartReplica,
   type SupervisedReplica,
+  type UnheardFailure,
 } from '@llmgw/proto';
 import { runTsEntry, spawnProcess, type SpawnedProcess } from '@llmgw/testing';
 
@@ -236,6 +237,11 @@ export class FakeAgent {
         ...listing,
       },
     });
+  }
+
+  /** Reports engine failures nobody heard, as a real agent does right after a Welcome. */
+  reportUnheard(failures: UnheardFailure[]): void {
+    this.send({ $case: 'unheardFailures', value: { failures } });
   }
 
   private send(payload: ConnectRequest['payload']): void {

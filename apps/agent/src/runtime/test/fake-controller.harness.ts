@@ -9,6 +9,7 @@ import {
   type Heartbeat,
   type Register,
   type ReplicaStatus,
+  type UnheardFailures,
 } from '@llmgw/proto';
 import { waitFor } from '@llmgw/testing';
 
@@ -33,6 +34,7 @@ export class FakeController {
   readonly heartbeats: Received<Heartbeat>[] = [];
   readonly statuses: Received<ReplicaStatus>[] = [];
   readonly results: Received<CommandResult>[] = [];
+  readonly unheard: Received<UnheardFailures>[] = [];
   /** The `authorization` metadata of every stream opened, in order. */
   readonly authorizations: (string | undefined)[] = [];
   private readonly streams: ServerDuplexStream<ConnectRequest, ConnectResponse>[] = [];
@@ -146,6 +148,9 @@ export class FakeController {
           return;
         case 'commandResult':
           this.results.push({ at, stream: index, value: payload.value });
+          return;
+        case 'unheardFailures':
+          this.unheard.push({ at, stream: index, value: payload.value });
           return;
       }
     });

@@ -156,6 +156,7 @@ export interface ConnectRequest {
     | { $case: "heartbeat"; value: Heartbeat }
     | { $case: "replicaStatus"; value: ReplicaStatus }
     | { $case: "commandResult"; value: CommandResult }
+    | { $case: "unheardFailures"; value: UnheardFailures }
     | undefined;
 }
 
@@ -207,6 +208,26 @@ export interface Register {
 export interface Register_LabelsEntry {
   key: string;
   value: string;
+}
+
+/**
+ * Engine failures on this node that no leader heard (they happened while the agent had no
+ * welcomed stream), sent once right after a Welcome; oldest first, at most 64 (the oldest are
+ * dropped). The controller records each as an event and counts it as a restart of its replica;
+ * it never changes a replica's state: Register and heartbeats say how each stands now.
+ */
+export interface UnheardFailures {
+  failures: UnheardFailure[];
+}
+
+/** A failure the agent could not report when it happened. */
+export interface UnheardFailure {
+  /** The ReplicaStatus the agent would have sent then (state FAILED). */
+  status?:
+    | ReplicaStatus
+    | undefined;
+  /** When it happened, ms since the Unix epoch (the agent's clock). */
+  atUnixMs: number;
 }
 
 /** One GPU as discovered on the node. */
@@ -498,6 +519,9 @@ export const ConnectRequest: MessageFns<ConnectRequest> = {
       case "commandResult":
         CommandResult.encode(message.payload.value, writer.uint32(34).fork()).join();
         break;
+      case "unheardFailures":
+        UnheardFailures.encode(message.payload.value, writer.uint32(42).fork()).join();
+        break;
     }
     return writer;
   },
@@ -547,6 +571,14 @@ export const ConnectRequest: MessageFns<ConnectRequest> = {
             message.payload = { $case: "commandResult", value: CommandResult.decode(reader, reader.uint32()) };
             continue;
           }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.payload = { $case: "unheardFailures", value: UnheardFailures.decode(reader, reader.uint32()) };
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -573,6 +605,10 @@ export const ConnectRequest: MessageFns<ConnectRequest> = {
         ? { $case: "commandResult", value: CommandResult.fromJSON(object.commandResult) }
         : isSet(object.command_result)
         ? { $case: "commandResult", value: CommandResult.fromJSON(object.command_result) }
+        : isSet(object.unheardFailures)
+        ? { $case: "unheardFailures", value: UnheardFailures.fromJSON(object.unheardFailures) }
+        : isSet(object.unheard_failures)
+        ? { $case: "unheardFailures", value: UnheardFailures.fromJSON(object.unheard_failures) }
         : undefined,
     };
   },
@@ -587,6 +623,8 @@ export const ConnectRequest: MessageFns<ConnectRequest> = {
       obj.replicaStatus = ReplicaStatus.toJSON(message.payload.value);
     } else if (message.payload?.$case === "commandResult") {
       obj.commandResult = CommandResult.toJSON(message.payload.value);
+    } else if (message.payload?.$case === "unheardFailures") {
+      obj.unheardFailures = UnheardFailures.toJSON(message.payload.value);
     }
     return obj;
   },
@@ -618,6 +656,12 @@ export const ConnectRequest: MessageFns<ConnectRequest> = {
       case "commandResult": {
         if (object.payload?.value !== undefined && object.payload?.value !== null) {
           message.payload = { $case: "commandResult", value: CommandResult.fromPartial(object.payload.value) };
+        }
+        break;
+      }
+      case "unheardFailures": {
+        if (object.payload?.value !== undefined && object.payload?.value !== null) {
+          message.payload = { $case: "unheardFailures", value: UnheardFailures.fromPartial(object.payload.value) };
         }
         break;
       }
@@ -1197,6 +1241,168 @@ export const Register_LabelsEntry: MessageFns<Register_LabelsEntry> = {
     const message = createBaseRegister_LabelsEntry();
     message.key = object.key ?? "";
     message.value = object.value ?? "";
+    return message;
+  },
+};
+
+function createBaseUnheardFailures(): UnheardFailures {
+  return { failures: [] };
+}
+
+export const UnheardFailures: MessageFns<UnheardFailures> = {
+  encode(message: UnheardFailures, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.failures) {
+      UnheardFailure.encode(v!, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): UnheardFailures {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseUnheardFailures();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.failures.push(UnheardFailure.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): UnheardFailures {
+    return {
+      failures: globalThis.Array.isArray(object?.failures)
+        ? object.failures.map((e: any) => UnheardFailure.fromJSON(e))
+        : [],
+    };
+  },
+
+  toJSON(message: UnheardFailures): unknown {
+    const obj: any = {};
+    if (message.failures?.length) {
+      obj.failures = message.failures.map((e) => UnheardFailure.toJSON(e));
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<UnheardFailures>, I>>(base?: I): UnheardFailures {
+    return UnheardFailures.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<UnheardFailures>, I>>(object: I): UnheardFailures {
+    const message = createBaseUnheardFailures();
+    message.failures = object.failures?.map((e) => UnheardFailure.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseUnheardFailure(): UnheardFailure {
+  return { status: undefined, atUnixMs: 0 };
+}
+
+export const UnheardFailure: MessageFns<UnheardFailure> = {
+  encode(message: UnheardFailure, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.status !== undefined) {
+      ReplicaStatus.encode(message.status, writer.uint32(10).fork()).join();
+    }
+    if (message.atUnixMs !== 0) {
+      writer.uint32(16).uint64(message.atUnixMs);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): UnheardFailure {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseUnheardFailure();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.status = ReplicaStatus.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.atUnixMs = longToNumber(reader.uint64());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): UnheardFailure {
+    return {
+      status: isSet(object.status) ? ReplicaStatus.fromJSON(object.status) : undefined,
+      atUnixMs: isSet(object.atUnixMs)
+        ? globalThis.Number(object.atUnixMs)
+        : isSet(object.at_unix_ms)
+        ? globalThis.Number(object.at_unix_ms)
+        : 0,
+    };
+  },
+
+  toJSON(message: UnheardFailure): unknown {
+    const obj: any = {};
+    if (message.status !== undefined) {
+      obj.status = ReplicaStatus.toJSON(message.status);
+    }
+    if (message.atUnixMs !== 0) {
+      obj.atUnixMs = Math.round(message.atUnixMs);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<UnheardFailure>, I>>(base?: I): UnheardFailure {
+    return UnheardFailure.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<UnheardFailure>, I>>(object: I): UnheardFailure {
+    const message = createBaseUnheardFailure();
+    message.status = (object.status !== undefined && object.status !== null)
+      ? ReplicaStatus.fromPartial(object.status)
+      : undefined;
+    message.atUnixMs = object.atUnixMs ?? 0;
     return message;
   },
 };
