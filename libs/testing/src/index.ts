@@ -7,3 +7,4 @@ export * from './promtool';
 export * from './redis.harness';
 export * from './repo-paths';
 export * from './wait-for';
+export * from './nginx.harness';
