@@ -1,20 +1,22 @@
 // A leader change as an operator meets it: two controllers on PostgreSQL, the leader a real
-// process killed with SIGKILL, real agent processes with simulated engines, a real router
-// process that knows both controllers. Nothing is failed, restarted, replaced or marked
-// unreachable by the takeover, agents and the router reach the new leader quickly, and the
-// standby never sends anybody to the dead leader once it stopped renewing. Also: engine failures
-// an agent could not report while no leader listened are recorded by the leader it reaches.
+// process killed with SIGKILL, real agent processes with simulated engines, real router
+// processes that know both controllers (one directly with short timings; three behind the
+// deploy nginx configuration at default settings, under streaming load). Nothing is failed,
+// restarted, replaced or marked unreachable by the takeover, agents and routers reach the new
+// leader quickly, and the standby never sends anybody to the dead leader once it stopped
+// renewing. Also: engine failures an agent could not report while no leader listened are
+// recorded by the leader it reaches.
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ReplicaState } from '@llmgw/proto';
 import { openStore } from '@llmgw/store';
-import { freePort, postgresBackend, runTsEntry, spawnProcess, sqliteBackend, stopAllSpawned, waitFor } from '@llmgw/testing';
+import { freePort, nginxPrefix, postgresBackend, runTsEntry, spawnProcess, sqliteBackend, startNginx, stopAllSpawned, waitFor, type SpawnedProcess } from '@llmgw/testing';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parseOwner } from './leadership/advertised-lease.store';
 import { FakeAgent } from './test/agent.fake';
 import { startAgent } from './test/agent-process.harness';
-import { catalogDoc, catalogFile, startController } from './test/controller.harness';
+import { catalogDoc, catalogFile, startController, type TestController } from './test/controller.harness';
 
 const cleanups: (() => Promise<unknown> | void)[] = [];
 afterAll(async () => {
@@ -25,9 +27,10 @@ afterAll(async () => {
 const cleanEnv = (): Record<string, string> =>
   Object.fromEntries(Object.entries(process.env).filter((e): e is [string, string] => e[1] !== undefined && !e[0].startsWith('LLMGW_') && !e[0].startsWith('HF_')));
 
-/** Timings of both controllers: a 3 s lease renewed every 1 s, 500 ms heartbeats, windows well above a takeover. */
-const LEASE = { LLMGW_CONTROLLER_LEASE: 'controller', LLMGW_CONTROLLER_LEASE_TTL: '3s', LLMGW_CONTROLLER_LEASE_RENEW: '1s' };
-const TIMING = {
+/** Short timings: a 3 s lease renewed every 1 s, 500 ms heartbeats, windows well above a takeover. */
+const SHORT = {
+  LLMGW_CONTROLLER_LEASE_TTL: '3s',
+  LLMGW_CONTROLLER_LEASE_RENEW: '1s',
   LLMGW_CONTROLLER_HEARTBEAT_INTERVAL: '500ms',
   LLMGW_CONTROLLER_UNREACHABLE_AFTER: '4s',
   LLMGW_CONTROLLER_LOST_AFTER: '20s',
@@ -36,89 +39,158 @@ const TIMING = {
   LLMGW_CONTROLLER_TICK: '200ms',
 };
 
-describe('leader killed with SIGKILL (PostgreSQL, real agents and router)', () => {
-  it(
-    'the standby takes over with no request failed, no engine restarted, no replica replaced, no node unreachable; agents and router follow at once',
+/**
+ * The defaults (lease 15 s renewed every 5 s, heartbeats 5 s, unreachable 15 s, lost 60 s,
+ * settle 20 s + 40 s for missing holders, tick 1 s), set over the test harness's fast ones. The
+ * settling window is the only one shortened: at the first leader's start, before the kill.
+ */
+const DEFAULTS = {
+  LLMGW_CONTROLLER_LEASE_TTL: '15s',
+  LLMGW_CONTROLLER_LEASE_RENEW: '5s',
+  LLMGW_CONTROLLER_HEARTBEAT_INTERVAL: '5s',
+  LLMGW_CONTROLLER_UNREACHABLE_AFTER: '15s',
+  LLMGW_CONTROLLER_LOST_AFTER: '60s',
+  LLMGW_CONTROLLER_SETTLE: '20s',
+  LLMGW_CONTROLLER_SETTLE_HOLDERS: '40s',
+  LLMGW_CONTROLLER_TICK: '1s',
+  LLMGW_CONTROLLER_BACKOFF_MIN: '5s',
+  LLMGW_CONTROLLER_BACKOFF_MAX: '5m',
+};
+
+interface Fleet {
+  readonly root: string;
+  readonly store: Awaited<ReturnType<typeof openStore>>;
+  /** A's and B's gRPC addresses. */
+  readonly a: string;
+  readonly b: string;
+  /** A: the first leader, a process. */
+  readonly leader: SpawnedProcess;
+  /** B: the standby, in this process. */
+  readonly standby: TestController;
+  readonly nodes: readonly string[];
+  /** Base URLs of the routers. */
+  readonly routers: readonly string[];
+}
+
+/**
+ * Controller A (a process) leading, standby B (in this process), `agents` real agents with one
+ * fake GPU each and the agent's default reconnect settings, `routers` router processes knowing
+ * both controllers, a model wanting one replica per agent; resolves once every replica is ready.
+ */
+async function startFleet(timing: Record<string, string>, agents: number, routers: number, firstSettle: string): Promise<Fleet> {
+  const root = mkdtempSync(join(tmpdir(), 'llmgw-leader-kill-'));
+  cleanups.push(() => rmSync(root, { recursive: true, force: true }));
+  const weights = join(root, 'tiny.gguf');
+  writeFileSync(weights, 'not really weights: the simulator does not read them');
+  const file = catalogFile({ models: [{ name: 'tiny', source: `file://${weights}`, size: '1MB', replicas: agents, profiles: [{ engine: 'vllm', gpuClass: 'H100-80GB' }] }] });
+  const db = await postgresBackend.create();
+  cleanups.push(() => db.drop(), () => file.cleanup());
+  const store = await openStore(db.url);
+  cleanups.push(() => store.close());
+  const [pa, pb] = [await freePort(), await freePort()];
+  const [a, b] = [`127.0.0.1:${pa}`, `127.0.0.1:${pb}`];
+  const common = { ...timing, LLMGW_CONTROLLER_LEASE: 'controller', LLMGW_DATABASE_URL: db.url, LLMGW_CONTROLLER_CATALOG_FILE: file.path };
+
+  // 1. Controller A, a process, leads; then standby B starts in this process.
+  const leader = await spawnProcess({
+    ...runTsEntry('apps/controller/src/main.ts'),
+    name: 'llmgw-controller A',
+    cleanEnv: true,
+    env: {
+      ...cleanEnv(),
+      ...common,
+      LLMGW_CONTROLLER_SETTLE: firstSettle,
+      LLMGW_DATA_DIR: root,
+      LLMGW_CONTROLLER_PORT: '0',
+      LLMGW_CONTROLLER_GRPC_PORT: String(pa),
+      LLMGW_CONTROLLER_ADVERTISE_ADDRESS: a,
+      LLMGW_CONTROLLER_INSECURE_NO_AUTH: 'true',
+    },
+    readyWhen: { stdoutMatch: /llmgw-controller listening on/ },
+    deadlineMs: 90_000,
+  });
+  cleanups.push(() => leader.kill9());
+  await waitFor(
     async () => {
-      const root = mkdtempSync(join(tmpdir(), 'llmgw-leader-kill-'));
-      cleanups.push(() => rmSync(root, { recursive: true, force: true }));
-      const weights = join(root, 'tiny.gguf');
-      writeFileSync(weights, 'not really weights: the simulator does not read them');
-      const file = catalogFile({ models: [{ name: 'tiny', source: `file://${weights}`, size: '1MB', replicas: 2, profiles: [{ engine: 'vllm', gpuClass: 'H100-80GB' }] }] });
-      const db = await postgresBackend.create();
-      cleanups.push(() => db.drop(), () => file.cleanup());
-      const store = await openStore(db.url);
-      cleanups.push(() => store.close());
+      const row = await store.leases.get('controller');
+      return row?.held === true && parseOwner(row.owner).address === a;
+    },
+    { deadlineMs: 30_000, message: 'A leads' },
+  );
+  const standby = await startController({ ...common, LLMGW_CONTROLLER_GRPC_PORT: String(pb), LLMGW_CONTROLLER_ADVERTISE_ADDRESS: b });
+  cleanups.push(() => standby.close());
+  expect(standby.plane.leadership.isLeader()).toBe(false);
 
-      // 1. Controller A, a process, leads; then standby B starts in this process.
-      const [pa, pb] = [await freePort(), await freePort()];
-      const [a, b] = [`127.0.0.1:${pa}`, `127.0.0.1:${pb}`];
-      const leaderProc = await spawnProcess({
-        ...runTsEntry('apps/controller/src/main.ts'),
-        name: 'llmgw-controller A',
-        cleanEnv: true,
-        env: {
-          ...cleanEnv(),
-          ...LEASE,
-          ...TIMING,
-          LLMGW_DATA_DIR: root,
-          LLMGW_DATABASE_URL: db.url,
-          LLMGW_CONTROLLER_PORT: '0',
-          LLMGW_CONTROLLER_GRPC_PORT: String(pa),
-          LLMGW_CONTROLLER_ADVERTISE_ADDRESS: a,
-          LLMGW_CONTROLLER_CATALOG_FILE: file.path,
-          LLMGW_CONTROLLER_INSECURE_NO_AUTH: 'true',
-        },
-        readyWhen: { stdoutMatch: /llmgw-controller listening on/ },
-        deadlineMs: 90_000,
-      });
-      cleanups.push(() => leaderProc.kill9());
-      await waitFor(async () => {
-        const row = await store.leases.get('controller');
-        return row?.held === true && parseOwner(row.owner).address === a;
-      }, { deadlineMs: 30_000, message: 'A leads' });
-      const standby = await startController({
-        ...LEASE,
-        ...TIMING,
-        LLMGW_DATABASE_URL: db.url,
-        LLMGW_CONTROLLER_GRPC_PORT: String(pb),
-        LLMGW_CONTROLLER_ADVERTISE_ADDRESS: b,
-        LLMGW_CONTROLLER_CATALOG_FILE: file.path,
-      });
-      cleanups.push(() => standby.close());
-      expect(standby.plane.leadership.isLeader()).toBe(false);
-
-      // 2. Two agents and a router, each knowing both controllers.
-      // The agents' reconnect settings at their defaults.
-      const agentEnv = { LLMGW_AGENT_FAKE_GPUS: '1xH100-80GB', LLMGW_AGENT_RECONNECT_MIN: '500ms', LLMGW_AGENT_RECONNECT_MAX: '30s' };
-      const agents = await Promise.all(['node-a', 'node-b'].map((id) => startAgent(id, `${a},${b}`, root, { env: agentEnv })));
-      cleanups.push(() => Promise.all(agents.map((x) => x.stop('SIGTERM', 10_000))));
-      const router = await spawnProcess({
+  // 2. Agents and routers, each knowing both controllers (agents at their default reconnect settings).
+  const nodes = Array.from({ length: agents }, (_, i) => `node-${i + 1}`);
+  const agentEnv = { LLMGW_AGENT_FAKE_GPUS: '1xH100-80GB', LLMGW_AGENT_RECONNECT_MIN: '500ms', LLMGW_AGENT_RECONNECT_MAX: '30s' };
+  const agentProcs = await Promise.all(nodes.map((id) => startAgent(id, `${a},${b}`, root, { env: agentEnv })));
+  cleanups.push(() => Promise.all(agentProcs.map((x) => x.stop('SIGTERM', 10_000))));
+  const routerProcs = await Promise.all(
+    Array.from({ length: routers }, (_, i) =>
+      spawnProcess({
         ...runTsEntry('apps/router/src/main.ts'),
-        name: 'llmgw-router',
+        name: `llmgw-router ${i + 1}`,
         cleanEnv: true,
-        env: { ...cleanEnv(), LLMGW_ROUTER_PORT: '0', LLMGW_ROUTER_CONTROLLER: `${b},${a}`, LLMGW_ROUTER_WATCH_BACKOFF_MIN: '200ms' },
+        env: { ...cleanEnv(), LLMGW_ROUTER_PORT: '0', LLMGW_ROUTER_ID: `router-${i + 1}`, LLMGW_ROUTER_CONTROLLER: i % 2 === 0 ? `${b},${a}` : `${a},${b}` },
         readyWhen: { stdoutMatch: /llmgw-router listening on (http:\/\/127\.0\.0\.1:\d+)/ },
         deadlineMs: 90_000,
-      });
-      cleanups.push(() => router.stop('SIGTERM', 10_000));
-      const base = router.readyMatch?.[1] as string;
-      const ask = async (): Promise<number> =>
-        (
-          await fetch(`${base}/v1/chat/completions`, {
-            method: 'POST',
-            headers: { 'content-type': 'application/json' },
-            body: JSON.stringify({ model: 'tiny', messages: [{ role: 'user', content: 'hello' }], max_tokens: 4 }),
-          }).catch(() => ({ status: 0 }))
-        ).status;
-      await waitFor(async () => (await store.replicas.list()).filter((r) => r.state === 'ready').length === 2, { deadlineMs: 120_000, message: 'two ready replicas' });
-      await waitFor(async () => (await ask()) === 200, { deadlineMs: 30_000, message: 'the router serves through A' });
-      const before = (await store.replicas.list()).map((r) => r.id).sort();
-      const controllerCheck = async (): Promise<Record<string, unknown>> =>
-        ((await (await fetch(`${base}/readyz`)).json()) as { checks: Record<string, { detail: Record<string, unknown> }> }).checks['controller'].detail;
-      expect(await controllerCheck()).toMatchObject({ connected: true, controller: a });
+      }),
+    ),
+  );
+  cleanups.push(() => Promise.all(routerProcs.map((r) => r.stop('SIGTERM', 10_000))));
+  await waitFor(async () => (await store.replicas.list()).filter((r) => r.state === 'ready').length === agents, { deadlineMs: 120_000, message: `${agents} ready replicas` });
+  return { root, store, a, b, leader, standby, nodes, routers: routerProcs.map((r) => r.readyMatch?.[1] as string) };
+}
 
-      // 3. Load throughout; then kill -9 the leader.
+/** The router's `controller` readiness detail (see the router README). */
+async function controllerCheck(router: string): Promise<Record<string, unknown>> {
+  return ((await (await fetch(`${router}/readyz`)).json()) as { checks: Record<string, { detail: Record<string, unknown> }> }).checks['controller'].detail;
+}
+
+const chatBody = (stream: boolean): string => JSON.stringify({ model: 'tiny', messages: [{ role: 'user', content: 'hello' }], max_tokens: stream ? 32 : 4, stream });
+
+/** Requests the routers sent to each replica so far (`llmgw_router_endpoint_choices_total`, summed over routers). */
+async function choicesByReplica(routers: readonly string[]): Promise<Map<string, number>> {
+  const out = new Map<string, number>();
+  for (const r of routers) {
+    const text = await (await fetch(`${r}/metrics`)).text();
+    for (const m of text.matchAll(/^llmgw_router_endpoint_choices_total\{[^}]*endpoint="([^"]+)"[^}]*\} (\S+)$/gm)) out.set(m[1], (out.get(m[1]) ?? 0) + Number(m[2]));
+  }
+  return out;
+}
+
+/** What the takeover cost, from the new leader's view and the store. */
+async function expectNothingChurned(fleet: Fleet, before: readonly string[]): Promise<void> {
+  const { standby, store } = fleet;
+  expect(standby.plane.sessions.sent.startReplica).toBe(0);
+  expect(standby.plane.sessions.sent.stopReplica).toBe(0);
+  expect((await store.replicas.list()).map((r) => r.id).sort()).toEqual(before);
+  expect([...standby.plane.replicas.values()].map((e) => [e.replica.state, e.replica.restarts])).toEqual(before.map(() => ['ready', 0]));
+  expect(standby.logs.filter((l) => l.msg === 'node unreachable: no new placements, its endpoints suspect')).toEqual([]);
+  expect(standby.logs.filter((l) => l.msg === 'node lost: its replicas count as gone')).toEqual([]);
+}
+
+/** The standby named nobody, and never the dead leader, once `since` (two missed renewals) had passed. */
+function expectNoDeadLeaderNamed(fleet: Fleet, since: number): void {
+  const late = fleet.standby.logs.filter((l) => typeof l.time === 'number' && l.time > since && typeof l.msg === 'string' && l.msg.startsWith('not the leader'));
+  expect(late.filter((l) => l.leader === fleet.a)).toEqual([]);
+}
+
+describe('leader killed with SIGKILL (PostgreSQL, real agents and routers)', () => {
+  it(
+    'short timings, one router: the standby takes over with no request failed, no engine restarted, no replica replaced, no node unreachable; agents and router follow at once',
+    async () => {
+      const fleet = await startFleet(SHORT, 2, 1, '3s');
+      const { standby, a, b } = fleet;
+      const [base] = fleet.routers;
+      const ask = async (): Promise<number> =>
+        (await fetch(`${base}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: chatBody(false) }).catch(() => ({ status: 0 }))).status;
+      await waitFor(async () => (await ask()) === 200, { deadlineMs: 30_000, message: 'the router serves through A' });
+      const before = (await fleet.store.replicas.list()).map((r) => r.id).sort();
+      expect(await controllerCheck(base)).toMatchObject({ connected: true, controller: a });
+
+      // Load throughout; then kill -9 the leader.
       const outcomes: number[] = [];
       let loading = true;
       const load = (async () => {
@@ -126,38 +198,115 @@ describe('leader killed with SIGKILL (PostgreSQL, real agents and router)', () =
       })();
       await new Promise((r) => setTimeout(r, 500));
       const killedAt = Date.now();
-      await leaderProc.kill9();
+      await fleet.leader.kill9();
       await waitFor(() => standby.plane.leadership.isLeader(), { deadlineMs: 20_000, intervalMs: 20, message: 'B takes over' });
       const takeoverAt = Date.now();
-      await waitFor(() => ['node-a', 'node-b'].every((id) => standby.plane.nodes.get(id)?.connected === true), { deadlineMs: 20_000, intervalMs: 20, message: 'agents on B' });
+      await waitFor(() => fleet.nodes.every((id) => standby.plane.nodes.get(id)?.connected === true), { deadlineMs: 20_000, intervalMs: 20, message: 'agents on B' });
       const agentsAt = Date.now();
-      await waitFor(async () => (await controllerCheck()).connected === true && (await controllerCheck()).controller === b, { deadlineMs: 20_000, intervalMs: 50, message: 'router on B' });
+      await waitFor(async () => (await controllerCheck(base)).controller === b && (await controllerCheck(base)).connected === true, { deadlineMs: 20_000, intervalMs: 50, message: 'router on B' });
       const routerAt = Date.now();
       await waitFor(() => standby.plane.phase === 'active', { deadlineMs: 20_000, message: 'B active' });
       await new Promise((r) => setTimeout(r, 2_000));
       loading = false;
       await load;
       console.log(
-        `leader kill: takeover ${takeoverAt - killedAt} ms after the kill; agents on the new leader ${agentsAt - takeoverAt} ms after it, router ${routerAt - takeoverAt} ms after it; ${outcomes.length} requests`,
+        `leader kill (short timings): takeover ${takeoverAt - killedAt} ms after the kill; agents on the new leader ${agentsAt - takeoverAt} ms after it, router ${routerAt - takeoverAt} ms after it; ${outcomes.length} requests`,
       );
 
-      // 4. Nothing failed, restarted, replaced or marked unreachable.
       expect(outcomes.filter((s) => s !== 200)).toEqual([]);
       expect(outcomes.length).toBeGreaterThan(10);
-      expect(standby.plane.sessions.sent.startReplica).toBe(0);
-      expect(standby.plane.sessions.sent.stopReplica).toBe(0);
-      expect((await store.replicas.list()).map((r) => r.id).sort()).toEqual(before);
-      expect([...standby.plane.replicas.values()].map((e) => [e.replica.state, e.replica.restarts])).toEqual([
-        ['ready', 0],
-        ['ready', 0],
-      ]);
-      expect(standby.logs.filter((l) => l.msg === 'node unreachable: no new placements, its endpoints suspect')).toEqual([]);
-      // Loose bounds for a loaded machine; the issue's target is 5 s at default settings.
+      await expectNothingChurned(fleet, before);
+      // Loose bounds for a loaded machine.
       expect(agentsAt - takeoverAt).toBeLessThan(10_000);
       expect(routerAt - takeoverAt).toBeLessThan(10_000);
-      // Once A had missed two renewals, B named nobody (never the dead A) to agents or routers.
-      const late = standby.logs.filter((l) => typeof l.time === 'number' && l.time > killedAt + 2_500 && typeof l.msg === 'string' && l.msg.startsWith('not the leader'));
-      expect(late.filter((l) => l.leader === a)).toEqual([]);
+      expectNoDeadLeaderNamed(fleet, killedAt + 2_500);
+    },
+    300_000,
+  );
+
+  it(
+    'default settings, three routers behind nginx, 16 clients streaming: 0 failed before the first byte, 0 streams cut or hung, 0 engines restarted, every agent and router on the new leader within 5 s',
+    async () => {
+      const fleet = await startFleet(DEFAULTS, 2, 3, '3s');
+      const { standby, b } = fleet;
+      const prefix = await nginxPrefix(fleet.routers.map((r) => r.replace('http://', '')));
+      cleanups.push(() => prefix.remove());
+      const nginx = await startNginx(prefix);
+      cleanups.push(() => nginx.stop('SIGTERM', 5_000));
+      const entry = `http://127.0.0.1:${prefix.port}`;
+      for (const r of fleet.routers) await waitFor(async () => (await fetch(`${r}/readyz`)).status === 200, { deadlineMs: 30_000, message: `${r} ready` });
+      const before = (await fleet.store.replicas.list()).map((r) => r.id).sort();
+
+      // 16 clients stream through nginx throughout. A stream counts as failed when its answer is
+      // not a 200 (nothing had reached the client), cut when it carries an error event or ends
+      // without [DONE], hung when it does not end within 60 s.
+      const tally = { ok: 0, failed: 0, cut: 0, hung: 0 };
+      const failures: string[] = [];
+      let loading = true;
+      const client = async (): Promise<void> => {
+        while (loading) {
+          try {
+            const res = await fetch(`${entry}/v1/chat/completions`, {
+              method: 'POST',
+              headers: { 'content-type': 'application/json' },
+              body: chatBody(true),
+              signal: AbortSignal.timeout(60_000),
+            });
+            if (res.status !== 200) {
+              tally.failed += 1;
+              failures.push(`${res.status} ${(await res.text()).slice(0, 200)}`);
+              continue;
+            }
+            const text = await res.text();
+            if (text.includes('"error"') || !text.includes('data: [DONE]')) {
+              tally.cut += 1;
+              failures.push(`cut: ${text.slice(-200)}`);
+            } else tally.ok += 1;
+          } catch (error) {
+            if ((error as Error).name === 'TimeoutError') tally.hung += 1;
+            else tally.failed += 1;
+            failures.push(String(error));
+          }
+        }
+      };
+      const clients = Array.from({ length: 16 }, () => client());
+      await waitFor(() => tally.ok >= 16, { deadlineMs: 60_000, message: 'streams flowing through nginx' });
+
+      const choicesAtKill = await choicesByReplica(fleet.routers);
+      const killedAt = Date.now();
+      await fleet.leader.kill9();
+      await waitFor(() => standby.plane.leadership.isLeader(), { deadlineMs: 30_000, intervalMs: 20, message: 'B takes over' });
+      const takeoverAt = Date.now();
+      await waitFor(() => fleet.nodes.every((id) => standby.plane.nodes.get(id)?.connected === true), { deadlineMs: 30_000, intervalMs: 20, message: 'agents on B' });
+      const agentsAt = Date.now();
+      await waitFor(
+        async () => (await Promise.all(fleet.routers.map(controllerCheck))).every((d) => d.connected === true && d.controller === b),
+        { deadlineMs: 30_000, intervalMs: 50, message: 'routers on B' },
+      );
+      const routersAt = Date.now();
+      await waitFor(() => standby.plane.phase === 'active', { deadlineMs: 30_000, message: 'B active' });
+      // Streams go on through the new leader's first reconcile passes.
+      const okAtActive = tally.ok;
+      await waitFor(() => tally.ok >= okAtActive + 16, { deadlineMs: 60_000, message: 'streams after the takeover' });
+      loading = false;
+      await Promise.all(clients);
+      const choicesAtEnd = await choicesByReplica(fleet.routers);
+      const during = before.map((id) => (choicesAtEnd.get(id) ?? 0) - (choicesAtKill.get(id) ?? 0));
+      console.log(
+        `leader kill (defaults, nginx + 3 routers): takeover ${takeoverAt - killedAt} ms after the kill; agents on the new leader ${agentsAt - takeoverAt} ms after it, routers ${routersAt - takeoverAt} ms; streams ${JSON.stringify(tally)}; requests per replica from the kill on ${JSON.stringify(during)}`,
+      );
+
+      expect(failures).toEqual([]);
+      expect(tally).toMatchObject({ failed: 0, cut: 0, hung: 0 });
+      // Both replicas kept serving their share through the takeover (±20 % of the mean).
+      const mean = during.reduce((x, y) => x + y, 0) / during.length;
+      expect(mean).toBeGreaterThan(50);
+      for (const n of during) expect(Math.abs(n - mean)).toBeLessThanOrEqual(0.2 * mean);
+      await expectNothingChurned(fleet, before);
+      expect(agentsAt - takeoverAt).toBeLessThan(5_000);
+      expect(routersAt - takeoverAt).toBeLessThan(5_000);
+      // At default settings two renewals are missed 10 s after the last one.
+      expectNoDeadLeaderNamed(fleet, killedAt + 10_500);
     },
     300_000,
   );
