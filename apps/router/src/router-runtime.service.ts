@@ -11,6 +11,8 @@ import { RouterCore } from './router.core';
 
 type RequestListener = (req: IncomingMessage, res: ServerResponse) => void;
 
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
 /** The operational endpoints Express serves (the observability module's); every other path is the proxy's to answer. */
 const FRAMEWORK_PATHS: ReadonlySet<string> = new Set(['/healthz', '/readyz', '/metrics']);
 
@@ -34,8 +36,8 @@ function answerClientError(error: Error & { code?: string; reason?: string }, so
  * the HTTP server's request listener *ahead of* Express — `/v1/*` never enters Express's
  * router, middleware or body parsing; everything else (/healthz, /readyz, /metrics) goes on
  * to Express — and starts the core. Readiness stays false until the first routing table.
- * At shutdown it stops the background work and refuses queued requests before the listener
- * closes, and releases sockets after it has.
+ * At shutdown it drains (see {@link beforeApplicationShutdown}) and releases sockets after the
+ * listener has closed.
  */
 @Injectable()
 export class RouterRuntimeService implements OnApplicationBootstrap, BeforeApplicationShutdown, OnApplicationShutdown {
@@ -124,9 +126,30 @@ export class RouterRuntimeService implements OnApplicationBootstrap, BeforeAppli
     });
   }
 
+  /**
+   * Graceful drain on SIGTERM, before Nest closes the listener:
+   * 1. /readyz says not ready at once, while everything is still served for
+   *    LLMGW_ROUTER_DRAIN_DELAY, so load balancers that poll it stop sending here first;
+   * 2. the listener stops taking connections; idle keep-alive connections close, busy ones finish
+   *    their request with `Connection: close`; the watch, scrapes and usage reports stop and
+   *    queued requests are refused;
+   * 3. requests in flight get LLMGW_ROUTER_DRAIN_TIMEOUT to finish; what is left is cut (a stream
+   *    ends with an SSE error event), so the process exits 0 within its shutdown deadline.
+   */
   async beforeApplicationShutdown(): Promise<void> {
+    const { delayMs, timeoutMs } = this.config.drain;
+    this.gate.close('shutting down: draining');
+    this.logger.info({ delayMs, inFlight: this.core.inFlight() }, 'draining: not ready, still serving');
+    await sleep(delayMs);
+    const server = this.adapterHost.httpAdapter.getHttpServer() as Server;
+    server.close();
     this.frontend?.drain();
     await this.core.drain();
+    const deadline = Date.now() + timeoutMs;
+    while (this.core.inFlight() > 0 && Date.now() < deadline) await sleep(Math.min(50, deadline - Date.now()));
+    const left = this.core.inFlight();
+    if (left > 0) this.logger.warn({ inFlight: left, timeoutMs, cut: this.core.cutInFlight() }, 'drain timeout: cutting the requests still in flight');
+    else this.logger.info({}, 'drained: nothing in flight');
   }
 
   onApplicationShutdown(): void {

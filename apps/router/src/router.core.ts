@@ -202,6 +202,16 @@ export class RouterCore {
     await this.usage?.tick();
   }
 
+  /** Requests in flight to engines. */
+  inFlight(): number {
+    return this.endpoints.inFlight();
+  }
+
+  /** Ends every request still in flight (see EnginePool.cutBusy); returns how many were cut. */
+  cutInFlight(): number {
+    return this.pool.cutBusy();
+  }
+
   /** Releases sockets and the gRPC channels (after the HTTP server has closed). */
   close(): void {
     this.pool.destroy();

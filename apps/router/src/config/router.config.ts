@@ -148,10 +148,21 @@ export const routerConfigSchema = z
     LLMGW_ROUTER_USAGE_INTERVAL: envVar(durationAtLeast(10), { default: 10_000 }),
     /** Upper bound of Retry-After on 429/503. */
     LLMGW_ROUTER_RETRY_AFTER_MAX: envVar(durationAtLeast(1_000), { default: 30_000 }),
+    /** After SIGTERM: how long the router keeps serving with /readyz false, so load balancers stop sending before it stops listening. */
+    LLMGW_ROUTER_DRAIN_DELAY: envVar(durationBetween(0, 600_000), { default: 2_000 }),
+    /** Then: how long requests in flight may take to finish; past it the rest are cut (a stream ends with an SSE error). */
+    LLMGW_ROUTER_DRAIN_TIMEOUT: envVar(durationBetween(0, 3_600_000), { default: 5_000 }),
     LLMGW_ROUTER_WATCH_BACKOFF_MIN: envVar(durationAtLeast(1), { default: 200 }),
     LLMGW_ROUTER_WATCH_BACKOFF_MAX: envVar(durationAtLeast(1), { default: 10_000 }),
   })
   .superRefine((e, ctx) => {
+    if (e.LLMGW_ROUTER_DRAIN_DELAY + e.LLMGW_ROUTER_DRAIN_TIMEOUT + 1_000 > e.LLMGW_SHUTDOWN_TIMEOUT) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['LLMGW_ROUTER_DRAIN_TIMEOUT'],
+        message: `LLMGW_ROUTER_DRAIN_DELAY + LLMGW_ROUTER_DRAIN_TIMEOUT (${e.LLMGW_ROUTER_DRAIN_DELAY + e.LLMGW_ROUTER_DRAIN_TIMEOUT} ms) must leave at least 1s of LLMGW_SHUTDOWN_TIMEOUT (${e.LLMGW_SHUTDOWN_TIMEOUT} ms)`,
+      });
+    }
     if (e.LLMGW_ROUTER_WATCH_BACKOFF_MAX < e.LLMGW_ROUTER_WATCH_BACKOFF_MIN) {
       ctx.addIssue({ code: 'custom', path: ['LLMGW_ROUTER_WATCH_BACKOFF_MAX'], message: 'must not be shorter than LLMGW_ROUTER_WATCH_BACKOFF_MIN' });
     }
@@ -194,6 +205,7 @@ export const routerConfigSchema = z
     },
     usageIntervalMs: e.LLMGW_ROUTER_USAGE_INTERVAL,
     watch: { backoffMinMs: e.LLMGW_ROUTER_WATCH_BACKOFF_MIN, backoffMaxMs: e.LLMGW_ROUTER_WATCH_BACKOFF_MAX },
+    drain: { delayMs: e.LLMGW_ROUTER_DRAIN_DELAY, timeoutMs: e.LLMGW_ROUTER_DRAIN_TIMEOUT },
   }));
 
 /** llmgw-router's configuration: frozen, typed, in the names code uses. */

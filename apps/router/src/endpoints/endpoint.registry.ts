@@ -167,6 +167,14 @@ export class EndpointRegistry {
     if (!this.states.has(replicaId) && !this.draining.has(replicaId)) this.options.onGone?.(replicaId);
   }
 
+  /** Requests this router has in flight on any endpoint, listed or removed (draining). */
+  inFlight(): number {
+    let n = 0;
+    for (const state of this.states.values()) n += state.inFlight;
+    for (const generations of this.draining.values()) for (const state of generations) n += state.inFlight;
+    return n;
+  }
+
   /**
    * Replica id → last time this router sent it a request (ms since epoch), for the usage report.
    * Replicas not used since this router started are absent (unknown is not idle). Endpoints

@@ -195,6 +195,8 @@ export class EngineCall {
  */
 export class EnginePool {
   private readonly idle = new Map<string, PooledConnection[]>();
+  /** Connections carrying a request now. */
+  private readonly busy = new Set<PooledConnection>();
   private closed = false;
 
   constructor(readonly options: EnginePoolOptions) {}
@@ -224,6 +226,7 @@ export class EnginePool {
     }
     const call = new EngineCall(conn, handler, timeouts, reused, this);
     conn.call = call;
+    this.busy.add(conn);
     const socket = conn.socket;
     if (payload.length === 1) {
       socket.write(payload[0]);
@@ -247,8 +250,19 @@ export class EnginePool {
     this.idle.clear();
   }
 
+  /**
+   * Ends every request in flight by closing its connection: each fails as an engine that went
+   * away would (before the first byte: an error answer; mid-stream: the stream's SSE error).
+   */
+  cutBusy(): number {
+    const n = this.busy.size;
+    for (const conn of [...this.busy]) conn.socket.destroy();
+    return n;
+  }
+
   /** @internal a finished, reusable connection comes back. */
   release(conn: PooledConnection): void {
+    this.busy.delete(conn);
     if (this.closed) {
       conn.socket.destroy();
       return;
@@ -265,6 +279,7 @@ export class EnginePool {
 
   /** @internal a connection closed: drop it from the idle list if it is there. */
   forget(conn: PooledConnection): void {
+    this.busy.delete(conn);
     const list = this.idle.get(conn.address.key);
     if (list === undefined) return;
     const i = list.indexOf(conn);

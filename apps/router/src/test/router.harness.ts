@@ -60,6 +60,8 @@ export async function startRouter(env: Record<string, string>, extra: { usageSin
     LLMGW_LOG_LEVEL: 'silent',
     LLMGW_DATA_DIR: tmpdir(),
     LLMGW_ROUTER_ID: 'router-under-test',
+    // Closing a test's router drains at once: nothing polls its /readyz.
+    LLMGW_ROUTER_DRAIN_DELAY: '0ms',
     ...env,
   });
   const logger = createLogger({ name: 'llmgw-router', level: config.logLevel });
