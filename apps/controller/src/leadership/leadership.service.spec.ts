@@ -5,7 +5,7 @@ import { FakeClock } from '@llmgw/testing';
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 import type { LeaseReader } from './advertised-lease.store';
-import { LeadershipService } from './leadership.service';
+import { LEADER_LOOKUP_REUSE_MS, LeadershipService } from './leadership.service';
 
 const TTL = 15_000;
 const RENEW = 5_000;
@@ -13,12 +13,16 @@ const RENEW = 5_000;
 /** A lease table of one row, read with the test's clock. */
 class OneRow implements LeaseReader {
   row: LeaseRecord | undefined;
+  reads = 0;
+  failing = false;
   constructor(private readonly clock: FakeClock) {}
   async claim(): Promise<LeaseRecord | undefined> {
     return undefined;
   }
   async release(): Promise<void> {}
   async get(): Promise<(LeaseRecord & { held: boolean }) | undefined> {
+    this.reads += 1;
+    if (this.failing) throw new Error('store down');
     return this.row && { ...this.row, held: this.row.expiresAt > this.clock.now() };
   }
 }
@@ -60,5 +64,23 @@ describe('LeadershipService.leaderElsewhere', () => {
     expect(await service.leaderElsewhere()).toBeUndefined();
     leases.row = { ...leases.row, owner: `${service.ownerId}@10.0.0.2:8082` };
     expect(await service.leaderElsewhere()).toBeUndefined();
+  });
+
+  it('answers a burst of callers from one store read, reads again soon after, and keeps no failed read', async () => {
+    const { clock, leases, service } = standby();
+    leases.row = { name: 'controller', owner: 'other@10.0.0.1:8082', generation: 3, expiresAt: clock.now() + TTL, acquiredAt: clock.now() };
+    const answers = await Promise.all(Array.from({ length: 50 }, () => service.leaderElsewhere()));
+    expect(new Set(answers)).toEqual(new Set(['10.0.0.1:8082']));
+    expect(leases.reads).toBe(1);
+    clock.advance(LEADER_LOOKUP_REUSE_MS);
+    leases.row = { ...leases.row, owner: 'third@10.0.0.3:8082' };
+    expect(await service.leaderElsewhere()).toBe('10.0.0.3:8082');
+    expect(leases.reads).toBe(2);
+    clock.advance(LEADER_LOOKUP_REUSE_MS);
+    leases.failing = true;
+    await expect(service.leaderElsewhere()).rejects.toThrow('store down');
+    leases.failing = false;
+    expect(await service.leaderElsewhere()).toBe('10.0.0.3:8082');
+    expect(leases.reads).toBe(4);
   });
 });

@@ -17,6 +17,9 @@ export interface LeadershipListener {
   stoppedLeading(end: LeadershipEnd): void;
 }
 
+/** How long one read of the lease holder answers {@link LeadershipService.leaderElsewhere}, ms. */
+export const LEADER_LOOKUP_REUSE_MS = 250;
+
 /** Uniform randomness from the operating system's generator (owner ids must not repeat across starts). */
 export const cryptoRng: Rng = { next: () => randomInt(0, 2 ** 47) / 2 ** 47 };
 
@@ -29,6 +32,7 @@ export class LeadershipService {
   readonly leadership: Leadership;
   private readonly leases: AdvertisedLeaseStore | undefined;
   private readonly log: Logger;
+  private lastLookup: { readonly at: number; readonly answer: Promise<string | undefined> } | undefined;
 
   constructor(
     private readonly settings: LeaseSettings | undefined,
@@ -102,11 +106,23 @@ export class LeadershipService {
    * of a holder that is still renewing its claim (see holderRenewing), else undefined — a leader
    * that died is not named while its row is unexpired, nor one that advertised no address.
    */
-  async leaderElsewhere(): Promise<string | undefined> {
-    if (!this.settings) return undefined;
-    const holder = await this.holder();
-    if (!holder || holder.owner === this.ownerId || holder.address === undefined) return undefined;
-    return holderRenewing(holder, this.clock.now(), this.settings.ttlMs, this.settings.renewIntervalMs) ? holder.address : undefined;
+  leaderElsewhere(): Promise<string | undefined> {
+    const settings = this.settings;
+    if (!settings) return Promise.resolve(undefined);
+    // Every Register and Watch a standby turns away asks this; while no leader answers, agents
+    // and routers ask every few hundred ms. One store read serves them all for a short while.
+    const now = this.clock.now();
+    if (this.lastLookup !== undefined && now - this.lastLookup.at < LEADER_LOOKUP_REUSE_MS) return this.lastLookup.answer;
+    const answer = this.holder().then((holder) => {
+      if (!holder || holder.owner === this.ownerId || holder.address === undefined) return undefined;
+      return holderRenewing(holder, this.clock.now(), settings.ttlMs, settings.renewIntervalMs) ? holder.address : undefined;
+    });
+    this.lastLookup = { at: now, answer };
+    // A failed read is not kept: the next caller asks the store again.
+    answer.catch(() => {
+      if (this.lastLookup?.answer === answer) this.lastLookup = undefined;
+    });
+    return answer;
   }
 
   start(): void {
