@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # What the tests need from the machine, made present: promtool (Debian `prometheus`),
-# redis-server, the PostgreSQL server binaries, systemd-analyze and nginx (the load balancer of
-# the router-fleet tests), installed with apt-get when
+# redis-server, the PostgreSQL server binaries, systemd-analyze, nginx and haproxy (the load
+# balancers of the router-fleet tests), installed with apt-get when
 # missing (as root, or through sudo); then the local PostgreSQL and Redis started when they do not
 # answer. `npm test` runs this first, so the README's test command needs nothing installed by hand
 # on a Debian machine. Elsewhere it names what is missing and exits 1.
@@ -18,6 +18,7 @@ command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/null 2>&1 || need+=(postgresql)
 command -v systemd-analyze >/dev/null 2>&1 || need+=(systemd)
 [ -x /usr/sbin/nginx ] || need+=(nginx)
+[ -x /usr/sbin/haproxy ] || need+=(haproxy)
 
 if [ "${#need[@]}" -gt 0 ]; then
   if ! command -v apt-get >/dev/null 2>&1 || { [ "$(id -u)" -ne 0 ] && [ -z "$SUDO" ]; }; then
