@@ -98,7 +98,7 @@ export class ControlPlane implements AgentStreamHandler {
     this.leadership = new LeadershipService(
       config.lease,
       store.leases,
-      config.advertiseAddress,
+      { address: config.advertiseAddress, adminUrl: config.advertiseAdminUrl },
       this.clock,
       { startedLeading: () => this.beginTerm(), stoppedLeading: () => this.endTerm() },
       logger,

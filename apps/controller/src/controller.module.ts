@@ -4,6 +4,7 @@ import { ObservabilityModule, problemFilterProvider, ReadinessService, type Logg
 import { openStore, redactDatabaseUrl, type Store } from '@llmgw/store';
 import type { Registry } from 'prom-client';
 import { AdminController, ADMIN_SERVICE } from './admin/admin.controller';
+import { LEADER_FORWARDER, LeaderForwarder } from './admin/leader.forwarder';
 import { ADMIN_TOKENS, AdminGuard } from './admin/admin.guard';
 import { AdminService } from './admin/admin.service';
 import { CONTROLLER_CONFIG, type ControllerConfig } from './config/controller.config';
@@ -70,6 +71,11 @@ export class ControllerModule {
             );
             return plane;
           },
+        },
+        {
+          provide: LEADER_FORWARDER,
+          inject: [CONTROL_PLANE],
+          useFactory: (plane: ControlPlane) => new LeaderForwarder({ isLeader: () => plane.leadership.isLeader(), leaderAdminUrl: () => plane.leadership.leaderAdminUrl() }, plane.controllerId),
         },
         {
           provide: ADMIN_SERVICE,

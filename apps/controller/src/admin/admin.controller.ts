@@ -1,9 +1,10 @@
-import { Body, Controller, Delete, Get, Headers, HttpCode, Inject, Param, Post, Query, UseGuards } from '@nestjs/common';
+import { Body, Controller, Delete, Get, Headers, HttpCode, Inject, Param, Post, Query, Req, UseGuards, UseInterceptors } from '@nestjs/common';
 import { DomainError, ErrorCode, type Problem } from '@llmgw/domain';
 import type { StoredEvent } from '@llmgw/store';
 import { ProblemError } from '@llmgw/observability';
 import { AdminGuard } from './admin.guard';
 import { AdminService } from './admin.service';
+import { AnsweredByInterceptor, LEADER_FORWARDER, type AdminRequest, type LeaderForwarder } from './leader.forwarder';
 import type { GcCollectView, GcPlanView, NodeView, ReplicaView, StatusView } from '@llmgw/domain';
 
 /** Injection token of the {@link AdminService}. */
@@ -18,8 +19,12 @@ const CORDON_ACTIONS = ['cordon', 'uncordon', 'drain'] as const;
  */
 @Controller('v1/admin')
 @UseGuards(AdminGuard)
+@UseInterceptors(AnsweredByInterceptor)
 export class AdminController {
-  constructor(@Inject(ADMIN_SERVICE) private readonly admin: AdminService) {}
+  constructor(
+    @Inject(ADMIN_SERVICE) private readonly admin: AdminService,
+    @Inject(LEADER_FORWARDER) private readonly forwarder: LeaderForwarder,
+  ) {}
 
   @Get('status')
   status(): Promise<StatusView> {
@@ -65,24 +70,25 @@ export class AdminController {
 
   @Post('gc/collect')
   @HttpCode(200)
-  collect(@Headers('content-type') contentType: string | undefined, @Body() body: unknown): Promise<GcCollectView> {
-    return this.admin.collect(collectTargets(contentType, body));
+  collect(@Req() req: AdminRequest, @Headers('content-type') contentType: string | undefined, @Body() body: unknown): Promise<GcCollectView> {
+    const targets = collectTargets(contentType, body);
+    return this.forwarder.onLeader(req, () => this.admin.collect(targets));
   }
 
   /** Forgets a lost node (record and node credential); 409 for a node that is not lost. */
   @Delete('nodes/:id')
   @HttpCode(204)
-  async forget(@Param('id') id: string): Promise<void> {
-    await this.admin.forget(id);
+  async forget(@Req() req: AdminRequest, @Param('id') id: string): Promise<void> {
+    await this.forwarder.onLeader(req, () => this.admin.forget(id));
   }
 
   @Post('nodes/:id/:action')
   @HttpCode(200)
-  async cordon(@Param('id') id: string, @Param('action') action: string): Promise<{ node: NodeView }> {
+  async cordon(@Req() req: AdminRequest, @Param('id') id: string, @Param('action') action: string): Promise<{ node: NodeView }> {
     if (!(CORDON_ACTIONS as readonly string[]).includes(action)) {
       throw new DomainError(ErrorCode.NotFound, `no node action '${action}' (use ${CORDON_ACTIONS.join(', ')})`);
     }
-    return { node: await this.admin.cordon(id, action as (typeof CORDON_ACTIONS)[number]) };
+    return this.forwarder.onLeader(req, async () => ({ node: await this.admin.cordon(id, action as (typeof CORDON_ACTIONS)[number]) }));
   }
 }
 

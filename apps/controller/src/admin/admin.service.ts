@@ -42,7 +42,8 @@ export class AdminService {
 
   async status(): Promise<StatusView> {
     const leader = this.plane.leadership.isLeader();
-    const holder = leader ? undefined : await this.plane.leadership.holder().catch(() => undefined);
+    // A standby names a leader only while it is still renewing its claim (never a dead one).
+    const leaderAddress = leader ? undefined : await this.plane.leadership.leaderElsewhere().catch(() => undefined);
     const catalog = this.plane.currentCatalog();
     const rejected = this.plane.catalog.rejected();
     const snapshot = this.plane.publisher.current();
@@ -50,7 +51,7 @@ export class AdminService {
       id: this.plane.controllerId,
       leader,
       phase: this.plane.phase,
-      ...(holder?.held && holder.address !== undefined ? { leaderAddress: holder.address } : {}),
+      ...(leaderAddress !== undefined ? { leaderAddress } : {}),
       ...(catalog ? { catalogRevision: catalog.revision } : {}),
       ...(rejected ? { rejectedCatalogRevision: rejected.revision } : {}),
       ...(snapshot ? { snapshotRevision: snapshot.revision } : {}),

@@ -59,6 +59,13 @@ describe('controller config', () => {
       LLMGW_CONTROLLER_ADVERTISE_ADDRESS: '10.0.0.2:8082',
     });
     expect(c).toMatchObject({ lease: { name: 'ctl', ttlMs: 30_000, renewIntervalMs: 5_000 }, joinToken: 'j'.repeat(16), routerToken: 'r'.repeat(16), insecureNoAuth: false, advertiseAddress: '10.0.0.2:8082' });
+    // The admin URL a standby forwards changes to: the advertised host on the HTTP port, unless given.
+    expect(c.advertiseAdminUrl).toBe('http://10.0.0.2:8081');
+    const given = loadConfig(controllerConfigSchema, { LLMGW_CONTROLLER_INSECURE_NO_AUTH: 'true', LLMGW_CONTROLLER_ADVERTISE_ADMIN_URL: 'https://ctl-0.llmgw.svc:9443/' });
+    expect(given.advertiseAdminUrl).toBe('https://ctl-0.llmgw.svc:9443');
+    for (const bad of ['ftp://x:1', 'http://user:pw@x:1', 'http://x:1/admin', 'not a url']) {
+      expect(() => loadConfig(controllerConfigSchema, { LLMGW_CONTROLLER_INSECURE_NO_AUTH: 'true', LLMGW_CONTROLLER_ADVERTISE_ADMIN_URL: bad }), bad).toThrow(/LLMGW_CONTROLLER_ADVERTISE_ADMIN_URL/);
+    }
   });
 
   it('refuses inconsistent windows and bad values, naming every variable', () => {

@@ -9,6 +9,20 @@ const parseHostPort: EnvParse<string> = (raw) => {
   return { ok: true, value: raw };
 };
 
+/** The base URL another controller reaches this one's admin API at: `http(s)://host:port`, nothing more. */
+const parseAdminUrl: EnvParse<string> = (raw) => {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    return { ok: false, reason: 'expected a URL such as http://10.0.0.2:8081' };
+  }
+  if ((url.protocol !== 'http:' && url.protocol !== 'https:') || url.username !== '' || url.password !== '' || url.pathname !== '/' || url.search !== '' || url.hash !== '' || /\s/.test(raw)) {
+    return { ok: false, reason: 'expected http(s)://host:port with no user, path, query or fragment' };
+  }
+  return { ok: true, value: `${url.protocol}//${url.host}` };
+};
+
 /** A lease name: letters, digits, `._-`, at most 64. */
 const parseLeaseName: EnvParse<string> = (raw) =>
   /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/.test(raw)
@@ -46,6 +60,8 @@ export const controllerConfigSchema = z
     LLMGW_CONTROLLER_LEASE_RENEW: env.duration({ default: '5s' }),
     /** `host:port` agents reach this controller's gRPC at; a standby names the leader's in NotLeader. */
     LLMGW_CONTROLLER_ADVERTISE_ADDRESS: envVar(parseHostPort, { optional: true }),
+    /** Base URL a standby forwards admin changes to while this controller leads; default `http://<advertised host>:<LLMGW_CONTROLLER_PORT>`. */
+    LLMGW_CONTROLLER_ADVERTISE_ADMIN_URL: envVar(parseAdminUrl, { optional: true }),
     /** Interval agents send heartbeats at (told to them in Welcome). */
     LLMGW_CONTROLLER_HEARTBEAT_INTERVAL: env.duration({ default: '5s' }),
     /** No heartbeat for this long: the node is unreachable (no new placements, endpoints suspect). */
@@ -120,6 +136,9 @@ export const controllerConfigSchema = z
           ? undefined
           : { name: e.LLMGW_CONTROLLER_LEASE, ttlMs: e.LLMGW_CONTROLLER_LEASE_TTL, renewIntervalMs: e.LLMGW_CONTROLLER_LEASE_RENEW },
       advertiseAddress: e.LLMGW_CONTROLLER_ADVERTISE_ADDRESS,
+      advertiseAdminUrl:
+        e.LLMGW_CONTROLLER_ADVERTISE_ADMIN_URL ??
+        (e.LLMGW_CONTROLLER_ADVERTISE_ADDRESS === undefined ? undefined : `http://${e.LLMGW_CONTROLLER_ADVERTISE_ADDRESS.slice(0, e.LLMGW_CONTROLLER_ADVERTISE_ADDRESS.lastIndexOf(':'))}:${e.LLMGW_CONTROLLER_PORT}`),
       timing: {
         heartbeatIntervalMs: e.LLMGW_CONTROLLER_HEARTBEAT_INTERVAL,
         unreachableAfterMs: e.LLMGW_CONTROLLER_UNREACHABLE_AFTER,

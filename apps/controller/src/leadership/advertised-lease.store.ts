@@ -11,6 +11,8 @@ export interface LeaseHolder {
   readonly owner: string;
   /** `host:port` of its gRPC listener, when it advertised one. */
   readonly address?: string;
+  /** Base URL of its admin API (`http://host:port`), when it advertised one. */
+  readonly adminUrl?: string;
   readonly generation: number;
   /** The claim is valid until then, ms since the epoch (the writer's clock). */
   readonly expiresAt: number;
@@ -19,17 +21,25 @@ export interface LeaseHolder {
 }
 
 const SEPARATOR = '@';
+/** Between the gRPC address and the admin URL; neither can hold a blank. */
+const URL_SEPARATOR = ' ';
+
+/** What a controller advertises of itself in the lease row while it leads. */
+export interface Advertised {
+  readonly address?: string;
+  readonly adminUrl?: string;
+}
 
 /**
- * A LeaseStore that writes the owner as `<owner id>@<advertised address>` in the lease row, so a
- * standby can tell agents where the leader is (NotLeader.leader_address) without a table of its
- * own. The owner id stays random per process start; the address is only carried along. Fences
+ * A LeaseStore that writes the owner as `<owner id>@<advertised address>[ <admin URL>]` in the
+ * lease row, so a standby can tell agents and routers where the leader is
+ * (NotLeader.leader_address), and forward admin changes to it, without a table of its own. The owner id stays random per process start; the address is only carried along. Fences
  * must carry the same stored owner: use {@link storedFence}.
  */
 export class AdvertisedLeaseStore implements LeaseStore {
   constructor(
     private readonly inner: LeaseReader,
-    private readonly address: string | undefined,
+    private readonly advertised: Advertised,
   ) {}
 
   async claim(name: string, owner: string, now: number, ttlMs: number): Promise<LeaseRecord | undefined> {
@@ -45,8 +55,8 @@ export class AdvertisedLeaseStore implements LeaseStore {
   async holder(name: string): Promise<LeaseHolder | undefined> {
     const row = await this.inner.get(name);
     if (!row) return undefined;
-    const { owner, address } = parseOwner(row.owner);
-    return { owner, ...(address !== undefined ? { address } : {}), generation: row.generation, expiresAt: row.expiresAt, held: row.held };
+    const { owner, address, adminUrl } = parseOwner(row.owner);
+    return { owner, ...(address !== undefined ? { address } : {}), ...(adminUrl !== undefined ? { adminUrl } : {}), generation: row.generation, expiresAt: row.expiresAt, held: row.held };
   }
 
   /** The fence as the store must check it: the same owner text the claims wrote. */
@@ -55,13 +65,18 @@ export class AdvertisedLeaseStore implements LeaseStore {
   }
 
   private stored(owner: string): string {
-    return this.address === undefined ? owner : `${owner}${SEPARATOR}${this.address}`;
+    const { address, adminUrl } = this.advertised;
+    if (address === undefined && adminUrl === undefined) return owner;
+    return `${owner}${SEPARATOR}${address ?? ''}${adminUrl !== undefined ? `${URL_SEPARATOR}${adminUrl}` : ''}`;
   }
 }
 
-/** Splits a stored owner into the id and the advertised address (absent when none was written). */
-export function parseOwner(stored: string): { owner: string; address?: string } {
+/** Splits a stored owner into the id, the advertised address and admin URL (each absent when none was written). */
+export function parseOwner(stored: string): { owner: string; address?: string; adminUrl?: string } {
   const at = stored.indexOf(SEPARATOR);
   if (at < 0) return { owner: stored };
-  return { owner: stored.slice(0, at), address: stored.slice(at + 1) };
+  const rest = stored.slice(at + 1);
+  const blank = rest.indexOf(URL_SEPARATOR);
+  const address = blank < 0 ? rest : rest.slice(0, blank);
+  return { owner: stored.slice(0, at), ...(address !== '' && { address }), ...(blank >= 0 && { adminUrl: rest.slice(blank + 1) }) };
 }

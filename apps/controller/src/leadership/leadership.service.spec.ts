@@ -33,7 +33,7 @@ function standby(address = '10.0.0.2:8082') {
   const service = new LeadershipService(
     { name: 'controller', ttlMs: TTL, renewIntervalMs: RENEW },
     leases,
-    address,
+    { address },
     clock,
     { startedLeading: () => undefined, stoppedLeading: () => undefined },
     pino({ level: 'silent' }),

@@ -2,7 +2,7 @@ import { randomInt } from 'node:crypto';
 import type { Clock, Rng } from '@llmgw/domain';
 import { AlwaysLeader, holderRenewing, LeaderElector, timerScheduler, type Fence, type Leadership, type LeadershipEnd, type LeadershipTerm } from '@llmgw/lease';
 import type { Logger } from 'pino';
-import { AdvertisedLeaseStore, type LeaseHolder, type LeaseReader } from './advertised-lease.store';
+import { AdvertisedLeaseStore, type Advertised, type LeaseHolder, type LeaseReader } from './advertised-lease.store';
 
 /** Lease settings; unset = this controller always leads. Times in ms. */
 export interface LeaseSettings {
@@ -32,12 +32,12 @@ export class LeadershipService {
   readonly leadership: Leadership;
   private readonly leases: AdvertisedLeaseStore | undefined;
   private readonly log: Logger;
-  private lastLookup: { readonly at: number; readonly answer: Promise<string | undefined> } | undefined;
+  private lastLookup: { readonly at: number; readonly answer: Promise<LeaseHolder | undefined> } | undefined;
 
   constructor(
     private readonly settings: LeaseSettings | undefined,
     leaseStore: LeaseReader,
-    advertiseAddress: string | undefined,
+    advertised: Advertised,
     private readonly clock: Clock,
     listener: LeadershipListener,
     logger: Logger,
@@ -58,7 +58,7 @@ export class LeadershipService {
     if (settings === undefined) {
       this.leadership = new AlwaysLeader(clock, rng, callbacks);
     } else {
-      this.leases = new AdvertisedLeaseStore(leaseStore, advertiseAddress);
+      this.leases = new AdvertisedLeaseStore(leaseStore, advertised);
       this.leadership = new LeaderElector({
         store: this.leases,
         clock,
@@ -106,7 +106,16 @@ export class LeadershipService {
    * of a holder that is still renewing its claim (see holderRenewing), else undefined — a leader
    * that died is not named while its row is unexpired, nor one that advertised no address.
    */
-  leaderElsewhere(): Promise<string | undefined> {
+  async leaderElsewhere(): Promise<string | undefined> {
+    return (await this.liveHolderElsewhere())?.address;
+  }
+
+  /** The admin API base URL of another controller that leads and is still renewing its claim, else undefined. */
+  async leaderAdminUrl(): Promise<string | undefined> {
+    return (await this.liveHolderElsewhere())?.adminUrl;
+  }
+
+  private liveHolderElsewhere(): Promise<LeaseHolder | undefined> {
     const settings = this.settings;
     if (!settings) return Promise.resolve(undefined);
     // Every Register and Watch a standby turns away asks this; while no leader answers, agents
@@ -114,8 +123,8 @@ export class LeadershipService {
     const now = this.clock.now();
     if (this.lastLookup !== undefined && now - this.lastLookup.at < LEADER_LOOKUP_REUSE_MS) return this.lastLookup.answer;
     const answer = this.holder().then((holder) => {
-      if (!holder || holder.owner === this.ownerId || holder.address === undefined) return undefined;
-      return holderRenewing(holder, this.clock.now(), settings.ttlMs, settings.renewIntervalMs) ? holder.address : undefined;
+      if (!holder || holder.owner === this.ownerId) return undefined;
+      return holderRenewing(holder, this.clock.now(), settings.ttlMs, settings.renewIntervalMs) ? holder : undefined;
     });
     this.lastLookup = { at: now, answer };
     // A failed read is not kept: the next caller asks the store again.

@@ -60,7 +60,8 @@ export async function startController(env: Record<string, string>): Promise<Test
   const logger = createLogger({ name: 'llmgw-controller', level: config.logLevel, destination });
   const registry = createMetricsRegistry();
   const app = await NestFactory.create(ControllerModule.forRoot({ config, logger, registry }), new ExpressAdapter(), { logger: false, abortOnError: false });
-  await app.listen(0, '127.0.0.1');
+  // Port 0 unless the test names one (a standby forwards to the leader's advertised admin port).
+  await app.listen(env.LLMGW_CONTROLLER_PORT !== undefined ? config.port : 0, '127.0.0.1');
   const plane = app.get<ControlPlane>(CONTROL_PLANE);
   const port = (app.getHttpServer().address() as AddressInfo).port;
   let closed = false;
