@@ -13,9 +13,9 @@ export const ADMIN_TOKENS = Symbol('llmgw.controller.admin-tokens');
  * Admin API access. A request with `Authorization: Bearer <token>` needs the bootstrap token
  * (LLMGW_CONTROLLER_ADMIN_TOKEN, every scope) or a stored admin token (created through the
  * catalog API) whose scopes cover the route: `read` for GET, `write` for cordon, drain, gc and
- * forget. No match is a 401, a missing scope a 403. Without a bootstrap token, a request with
- * no credential is answered only for clients on this machine (loopback peers): an operator on
- * the box can use `llmgw` with no setup, nobody else can.
+ * forget. No match is a 401, a missing scope a 403. Without a bootstrap token, clients on this
+ * machine (loopback peers) are answered whatever they send, as before stored tokens existed:
+ * an operator on the box can use `llmgw` with no setup; anyone else needs a stored token.
  */
 @Injectable()
 export class AdminGuard implements CanActivate {
@@ -27,9 +27,12 @@ export class AdminGuard implements CanActivate {
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
     const req = context.switchToHttp().getRequest<IncomingMessage>();
-    if (!this.access.hasBootstrap && req.headers.authorization === undefined) {
+    if (!this.access.hasBootstrap) {
+      // Loopback clients get everything without a credential, so whatever one they send changes nothing.
       if (LOOPBACK.has(req.socket.remoteAddress ?? '')) return true;
-      throw new DomainError(ErrorCode.PermissionDenied, 'the admin API has no token configured (LLMGW_CONTROLLER_ADMIN_TOKEN) and answers clients on this machine only');
+      if (req.headers.authorization === undefined) {
+        throw new DomainError(ErrorCode.PermissionDenied, 'the admin API has no token configured (LLMGW_CONTROLLER_ADMIN_TOKEN) and answers clients on this machine only');
+      }
     }
     await this.access.require(req.headers.authorization, scopeOfMethod(req.method), 'missing or wrong admin token (Authorization: Bearer <token>)');
     return true;
