@@ -55,4 +55,31 @@ export interface Model {
   readonly firstByteTimeoutMs?: number;
   /** Longest silence in the middle of a response (between tokens), ms; absent = the router's default. */
   readonly stallTimeoutMs?: number;
+  /** How routers choose a replica; absent = prefix-affinity for chat and completions, least-load for embeddings. */
+  readonly routing?: ModelRouting;
 }
+
+/** How a router chooses among a model's replicas (see libs/routing). */
+export const ROUTING_POLICIES = ['least-load', 'prefix-affinity', 'round-robin'] as const;
+export type RoutingPolicyName = (typeof ROUTING_POLICIES)[number];
+
+/**
+ * Prefix-affinity parameters, after validation. A prompt is cut into blocks of `blockChars`
+ * characters; at most `maxBlocks` of them are hashed into the key; a replica whose estimated load
+ * is at or above ⌈(1 + epsilon) × mean⌉ (the request counted) is passed over.
+ */
+export interface PrefixAffinityParams {
+  readonly blockChars: number;
+  readonly maxBlocks: number;
+  readonly epsilon: number;
+}
+
+/** A model's routing, as the catalog states it. Parameters it leaves out take the defaults (DEFAULT_PREFIX_AFFINITY). */
+export interface ModelRouting {
+  readonly policy: RoutingPolicyName;
+  /** Only with `prefix-affinity`. */
+  readonly prefixAffinity?: Partial<PrefixAffinityParams>;
+}
+
+/** Prefix-affinity defaults: 256-character blocks, 32 of them (~8 KB, ~2k tokens), ε = 0.25. */
+export const DEFAULT_PREFIX_AFFINITY: PrefixAffinityParams = Object.freeze({ blockChars: 256, maxBlocks: 32, epsilon: 0.25 });

@@ -6,3 +6,4 @@ export * from './admission';
 export * from './circuit-breaker';
 export * from './drain-rate';
 export * from './scrape-health';
+export * from './prefix-affinity';

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { Candidate } from './candidate';
-import { DEFAULT_SCORER_WEIGHTS, estimatedLoad } from './scorers';
+import { DEFAULT_SCORER_WEIGHTS, estimatedLoad, estimatedOccupancy } from './scorers';
 import { buildScorers, EndpointPicker } from './picker';
 
 const seq = (...values: number[]) => {
@@ -126,6 +126,16 @@ describe('EndpointPicker scoring', () => {
     expect(estimatedLoad(cand('a', { inFlight: 5, inFlightAtScrape: 2, load: { kvUsage: 0.5 } }))).toEqual({});
     expect(estimatedLoad(cand('a', { inFlight: 5, load: { running: 4 } }))).toEqual({ running: 4 });
     expect(estimatedLoad(cand('a', { inFlight: 5 }))).toEqual({});
+  });
+
+  it.each([
+    ['scraped running + waiting plus what was sent since, counted once', { inFlight: 5, inFlightAtScrape: 2, load: { running: 4, waiting: 1 } }, 8],
+    ['never below 0', { inFlight: 0, inFlightAtScrape: 9, load: { running: 2, waiting: 1 } }, 0],
+    ['waiting unknown: running alone', { inFlight: 1, inFlightAtScrape: 1, load: { running: 3 } }, 3],
+    ['running unknown: the local in-flight count', { inFlight: 6, inFlightAtScrape: 2, load: { waiting: 9 } }, 6],
+    ['no scrape: the local in-flight count', { inFlight: 4 }, 4],
+  ] as const)('estimates occupancy: %s', (_what, over, want) => {
+    expect(estimatedOccupancy(cand('a', over))).toBe(want);
   });
 
   it('breaks ties with the injected randomness', () => {

@@ -34,11 +34,28 @@ export function invertedMinMax(values: readonly number[]): number[] {
 export function estimatedLoad(c: Candidate): { readonly running?: number; readonly waiting?: number } {
   const load = c.load;
   if (load === undefined) return {};
-  const delta = c.inFlightAtScrape === undefined ? 0 : c.inFlight - c.inFlightAtScrape;
+  const delta = sentSinceScrape(c);
   return {
     ...(load.running === undefined ? {} : { running: Math.max(0, load.running + delta) }),
     ...(load.waiting === undefined ? {} : { waiting: Math.max(0, load.waiting + delta) }),
   };
+}
+
+/** What this router sent to `c` since its scrape minus what it saw finish there; 0 without a count at the scrape. */
+function sentSinceScrape(c: Candidate): number {
+  return c.inFlightAtScrape === undefined ? 0 : c.inFlight - c.inFlightAtScrape;
+}
+
+/**
+ * Requests on the engine as they are likely to be now, running and waiting together: the scraped
+ * running + waiting plus what this router sent since the scrape (counted once, unlike
+ * estimatedLoad's per-field view), never below 0. Without a scraped running count, this router's
+ * own in-flight count: the one figure always known. The load guard of prefix affinity compares it.
+ */
+export function estimatedOccupancy(c: Candidate): number {
+  const running = c.load?.running;
+  if (running === undefined) return c.inFlight;
+  return Math.max(0, running + (c.load?.waiting ?? 0) + sentSinceScrape(c));
 }
 
 /**

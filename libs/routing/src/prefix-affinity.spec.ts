@@ -1,0 +1,202 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import type { Candidate } from './candidate';
+import { chooseByAffinity, fnv1aUtf8, loadCap, prefixKey, renderPromptPrefix, rendezvousOrder, requestPrefixKey, RoundRobin } from './prefix-affinity';
+import { estimatedOccupancy } from './scorers';
+
+const cand = (id: string, over: Partial<Candidate> = {}): Candidate => ({
+  id,
+  models: ['m'],
+  suspect: false,
+  draining: false,
+  breaker: 'closed',
+  probeAvailable: false,
+  inFlight: 0,
+  ...over,
+});
+const replicas = (n: number, prefix = 'r'): Candidate[] => Array.from({ length: n }, (_, i) => cand(`${prefix}${i}`));
+const params = { blockChars: 64, maxBlocks: 8, epsilon: 0.25 };
+
+describe('renderPromptPrefix', () => {
+  const system = { role: 'system', content: 'You are terse.' };
+  it('renders chat messages canonically: key order and whitespace of the body do not matter', () => {
+    const a = JSON.parse('{"model":"m","messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"f","parameters":{"b":1,"a":2}}}]}');
+    const b = JSON.parse('{ "tools": [ { "function": { "parameters": { "a": 2, "b": 1 }, "name": "f" }, "type": "function" } ], "messages": [ { "content": "hi", "role": "user" } ], "model": "other" }');
+    expect(renderPromptPrefix(a, 'chat', 10_000)).toBe(renderPromptPrefix(b, 'chat', 10_000));
+  });
+
+  it.each([
+    ['a role', { messages: [{ role: 'assistant', content: 'hi' }] }],
+    ['the content', { messages: [{ role: 'user', content: 'ho' }] }],
+    ['the tools', { messages: [{ role: 'user', content: 'hi' }], tools: [{ type: 'function', function: { name: 'g' } }] }],
+    ['a system prompt', { messages: [system, { role: 'user', content: 'hi' }] }],
+  ])('tells prompts apart by %s', (_what, other) => {
+    const base = renderPromptPrefix({ messages: [{ role: 'user', content: 'hi' }] }, 'chat', 10_000);
+    expect(renderPromptPrefix(other, 'chat', 10_000)).not.toBe(base);
+  });
+
+  it('keys a conversation on its start, so every later turn renders the same', () => {
+    const turn1 = { messages: [system, { role: 'user', content: 'first question' }] };
+    const turn3 = {
+      messages: [...turn1.messages, { role: 'assistant', content: 'answer' }, { role: 'user', content: 'second' }, { role: 'assistant', content: 'more' }, { role: 'user', content: 'third' }],
+    };
+    expect(renderPromptPrefix(turn3, 'chat', 10_000)).toBe(renderPromptPrefix(turn1, 'chat', 10_000));
+    expect(requestPrefixKey(turn3, 'chat', params)).toEqual(requestPrefixKey(turn1, 'chat', params));
+  });
+
+  it('takes text content parts as their text and a completion prompt as given', () => {
+    const parts = { messages: [{ role: 'user', content: [{ type: 'text', text: 'hi' }] }] };
+    expect(renderPromptPrefix(parts, 'chat', 10_000)).toContain('hi');
+    expect(renderPromptPrefix({ prompt: 'Once upon a time' }, 'completions', 10_000)).toBe('Once upon a time');
+  });
+
+  it.each([
+    ['no messages', { model: 'm' }, 'chat'],
+    ['empty messages', { messages: [] }, 'chat'],
+    ['no prompt', { model: 'm' }, 'completions'],
+    ['not an object', 'text', 'chat'],
+  ] as const)('has no prefix for %s', (_what, body, api) => {
+    expect(renderPromptPrefix(body, api, 10_000)).toBeUndefined();
+    expect(requestPrefixKey(body, api, params)).toBeUndefined();
+  });
+
+  it('never renders more than the limit, however long the prompt', () => {
+    const big = 'x'.repeat(200_000);
+    expect(renderPromptPrefix({ messages: [{ role: 'system', content: big }, { role: 'user', content: big }] }, 'chat', 512)).toHaveLength(512);
+    expect(renderPromptPrefix({ prompt: big }, 'completions', 512)).toHaveLength(512);
+  });
+});
+
+describe('prefixKey', () => {
+  it('hashes at most maxBlocks blocks of a 200 KB prompt', () => {
+    const key = prefixKey('y'.repeat(200 * 1024), 256, 32);
+    expect(key?.blocks).toBe(32);
+    // The same work through the whole request path: rendering stops at maxBlocks × blockChars.
+    const viaRequest = requestPrefixKey({ prompt: 'z'.repeat(200 * 1024) }, 'completions', { blockChars: 256, maxBlocks: 32, epsilon: 0.25 });
+    expect(viaRequest?.blocks).toBeLessThanOrEqual(32);
+  });
+
+  it('counts a short last block, and has no key for empty text', () => {
+    expect(prefixKey('a'.repeat(130), 64, 8)?.blocks).toBe(3);
+    expect(prefixKey('', 64, 8)).toBeUndefined();
+  });
+
+  it('chains: text that differs anywhere in the hashed blocks gets a different key, text past them does not', () => {
+    const text = 'a'.repeat(64 * 8);
+    expect(prefixKey(`b${text.slice(1)}`, 64, 8)?.hash).not.toBe(prefixKey(text, 64, 8)?.hash);
+    expect(prefixKey(`${text}anything after`, 64, 8)).toEqual(prefixKey(text, 64, 8));
+  });
+
+  it('hashes the UTF-8 bytes of the text (FNV-1a, checked against Buffer\'s encoding)', () => {
+    const reference = (bytes: Uint8Array): number => {
+      let h = 0x811c9dc5;
+      for (const b of bytes) h = Math.imul(h ^ b, 0x01000193);
+      return h >>> 0;
+    };
+    fc.assert(fc.property(fc.string({ unit: 'grapheme', maxLength: 300 }), (s) => fnv1aUtf8(s, 0, s.length) === reference(Buffer.from(s, 'utf8'))));
+    expect(prefixKey('é🙂', 16, 4)?.hash).not.toBe(prefixKey('e🙂', 16, 4)?.hash);
+  });
+});
+
+describe('rendezvousOrder', () => {
+  it('orders the same replica set the same way in any router, whatever order the set comes in', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 0, max: 0xffffffff }), fc.shuffledSubarray(replicas(8), { minLength: 1 }), (key, set) => {
+        const again = [...set].reverse().map((c) => ({ ...c })); // another router's own objects, another order
+        expect(rendezvousOrder(key, set).map((c) => c.id)).toEqual(rendezvousOrder(key, again).map((c) => c.id));
+      }),
+    );
+  });
+
+  it('moves about 1/8 of the prefixes when one of 8 replicas leaves, and only those that were on it', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 0, max: 7 }), fc.integer({ min: 0, max: 1000 }), (gone, salt) => {
+        const all = replicas(8);
+        const rest = all.filter((_, i) => i !== gone);
+        let moved = 0;
+        const keys = 4000;
+        for (let k = 0; k < keys; k++) {
+          const key = prefixKey(`conversation ${salt}/${k}`, 64, 4)!.hash;
+          const before = rendezvousOrder(key, all)[0].id;
+          const after = rendezvousOrder(key, rest)[0].id;
+          if (before !== after) {
+            moved++;
+            expect(before).toBe(`r${gone}`);
+          }
+        }
+        expect(moved / keys).toBeGreaterThan(0.125 * 0.75);
+        expect(moved / keys).toBeLessThan(0.125 * 1.25);
+      }),
+      { numRuns: 8 },
+    );
+  });
+
+  it('spreads keys evenly over the replicas', () => {
+    const counts = new Map<string, number>();
+    for (let k = 0; k < 8000; k++) {
+      const id = rendezvousOrder(prefixKey(`system prompt ${k}`, 64, 4)!.hash, replicas(8))[0].id;
+      counts.set(id, (counts.get(id) ?? 0) + 1);
+    }
+    expect(counts.size).toBe(8);
+    for (const n of counts.values()) expect(Math.abs(n - 1000)).toBeLessThan(150);
+  });
+});
+
+describe('chooseByAffinity (the load guard)', () => {
+  const loadArb = fc.record({ running: fc.integer({ min: 0, max: 40 }), waiting: fc.integer({ min: 0, max: 10 }), sent: fc.integer({ min: -5, max: 10 }) });
+
+  it('never picks a replica at or above the cap while one below exists', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 0, max: 0xffffffff }), fc.array(loadArb, { minLength: 1, maxLength: 12 }), fc.double({ min: 0.01, max: 3, noNaN: true }), (key, loads, epsilon) => {
+        const cs = loads.map((l, i) => cand(`r${i}`, { load: { running: l.running, waiting: l.waiting }, inFlight: Math.max(0, l.sent), inFlightAtScrape: Math.max(0, l.sent) - l.sent }));
+        const choice = chooseByAffinity(key, cs, epsilon);
+        const occupancy = cs.map(estimatedOccupancy);
+        const cap = loadCap(occupancy, epsilon);
+        expect(choice).toBeDefined();
+        expect(estimatedOccupancy(choice!.chosen)).toBeLessThan(cap);
+        // Everything it passed over was at or above the cap, and it took the first one below it.
+        const order = rendezvousOrder(key, cs);
+        expect(order.indexOf(choice!.chosen)).toBe(choice!.rank);
+        for (const id of choice!.deflectedFrom) expect(estimatedOccupancy(cs.find((c) => c.id === id)!)).toBeGreaterThanOrEqual(cap);
+        expect(choice!.deflectedFrom).toEqual(order.slice(0, choice!.rank).map((c) => c.id));
+      }),
+    );
+  });
+
+  it('keeps a prefix on its home replica under even load, and moves it when that replica runs hot', () => {
+    const cs = replicas(8).map((c) => ({ ...c, load: { running: 2, waiting: 0 }, inFlightAtScrape: 0 }));
+    const key = prefixKey('You are a helpful assistant.', 64, 8)!.hash;
+    const home = rendezvousOrder(key, cs)[0];
+    expect(chooseByAffinity(key, cs, 0.25)).toMatchObject({ chosen: home, rank: 0, deflectedFrom: [] });
+    const hot = cs.map((c) => (c.id === home.id ? { ...c, load: { running: 8, waiting: 2 } } : c));
+    const moved = chooseByAffinity(key, hot, 0.25)!;
+    expect(moved.chosen.id).not.toBe(home.id);
+    expect(moved.deflectedFrom).toEqual([home.id]);
+  });
+
+  it("counts what this router sent since the scrape, so a burst between scrapes spreads", () => {
+    // Scraped empty everywhere; this router has since sent 3 to the home replica.
+    const cs = replicas(8).map((c) => ({ ...c, load: { running: 0, waiting: 0 }, inFlightAtScrape: 0 }));
+    const key = 12345;
+    const home = rendezvousOrder(key, cs)[0];
+    const busy = cs.map((c) => (c.id === home.id ? { ...c, inFlight: 3 } : c));
+    expect(chooseByAffinity(key, busy, 0.25)!.chosen.id).not.toBe(home.id);
+  });
+
+  it('passes over saturated replicas, and gives up only when all are', () => {
+    const cs = replicas(3);
+    const key = 7;
+    const order = rendezvousOrder(key, cs);
+    expect(chooseByAffinity(key, cs, 0.25, (c) => c.id === order[0].id)!.chosen.id).toBe(order[1].id);
+    expect(chooseByAffinity(key, cs, 0.25, () => true)).toBeUndefined();
+    expect(chooseByAffinity(key, [], 0.25)).toBeUndefined();
+  });
+});
+
+describe('RoundRobin', () => {
+  it('takes each candidate in turn', () => {
+    const rr = new RoundRobin();
+    const cs = ['a', 'b', 'c'];
+    expect(Array.from({ length: 6 }, () => rr.choose(cs))).toEqual(['a', 'b', 'c', 'a', 'b', 'c']);
+  });
+});

@@ -1,0 +1,267 @@
+import { DEFAULT_PREFIX_AFFINITY, type PrefixAffinityParams } from '@llmgw/domain';
+import type { Candidate } from './candidate';
+import { estimatedOccupancy } from './scorers';
+
+/** The API a prompt came in on: chat messages or a completion's prompt. */
+export type PromptApi = 'chat' | 'completions';
+
+/** A request's prefix key: the chained hash of its leading blocks and how many blocks it covers. */
+export interface PrefixKey {
+  /** Unsigned 32-bit chained hash of the first `blocks` blocks. */
+  readonly hash: number;
+  /** Blocks hashed into the key, 1..maxBlocks. */
+  readonly blocks: number;
+}
+
+/** Record separator between messages and unit separator between a message's parts. */
+const RS = '\u001e';
+const US = '\u001f';
+
+/**
+ * Bounded text builder: stops taking text once `limit` characters are in, so a 200 KB prompt
+ * costs what the affinity needs and no more.
+ */
+class Bounded {
+  text = '';
+  constructor(private readonly limit: number) {}
+  get full(): boolean {
+    return this.text.length >= this.limit;
+  }
+  add(s: string): void {
+    if (this.full) return;
+    this.text += s.length > this.limit - this.text.length ? s.slice(0, this.limit - this.text.length) : s;
+  }
+}
+
+/** JSON with object keys sorted, written into `out` until it is full (same value → same text). */
+function canonicalJson(v: unknown, out: Bounded): void {
+  if (out.full) return;
+  if (v === null || typeof v !== 'object') {
+    out.add(JSON.stringify(v) ?? 'null');
+    return;
+  }
+  if (Array.isArray(v)) {
+    out.add('[');
+    for (let i = 0; i < v.length && !out.full; i++) {
+      if (i > 0) out.add(',');
+      canonicalJson(v[i], out);
+    }
+    out.add(']');
+    return;
+  }
+  const o = v as Record<string, unknown>;
+  out.add('{');
+  let first = true;
+  for (const k of Object.keys(o).sort()) {
+    if (out.full) return;
+    if (o[k] === undefined) continue;
+    if (!first) out.add(',');
+    first = false;
+    out.add(JSON.stringify(k));
+    out.add(':');
+    canonicalJson(o[k], out);
+  }
+  out.add('}');
+}
+
+/** A message's content: a string as it is, text parts as their text, other parts as canonical JSON. */
+function renderContent(content: unknown, out: Bounded): void {
+  if (typeof content === 'string') return out.add(content);
+  if (!Array.isArray(content)) return canonicalJson(content ?? null, out);
+  for (const part of content) {
+    if (out.full) return;
+    const p = part as { type?: unknown; text?: unknown } | null;
+    if (p !== null && typeof p === 'object' && p.type === 'text' && typeof p.text === 'string') out.add(p.text);
+    else canonicalJson(part, out);
+    out.add(US);
+  }
+}
+
+/**
+ * The leading part of a request's prompt as canonical text, at most `limitChars` characters, or
+ * undefined when the body has no prompt to key on.
+ *
+ * - chat: the tool definitions (canonical JSON), then each message as role, name, content and
+ *   tool calls, up to and including the first message that is not `system`/`developer` (the
+ *   conversation's start, which every later turn repeats), so all turns of a conversation key
+ *   alike. Key order and whitespace of the JSON body do not matter.
+ * - completions: the prompt as given (a string), or canonical JSON of any other prompt shape.
+ */
+export function renderPromptPrefix(body: unknown, api: PromptApi, limitChars: number): string | undefined {
+  if (body === null || typeof body !== 'object') return undefined;
+  const b = body as { messages?: unknown; tools?: unknown; prompt?: unknown };
+  const out = new Bounded(limitChars);
+  if (api === 'completions') {
+    if (b.prompt === undefined) return undefined;
+    if (typeof b.prompt === 'string') out.add(b.prompt);
+    else canonicalJson(b.prompt, out);
+    return out.text.length > 0 ? out.text : undefined;
+  }
+  if (!Array.isArray(b.messages) || b.messages.length === 0) return undefined;
+  if (Array.isArray(b.tools) && b.tools.length > 0) {
+    out.add(`${RS}tools${US}`);
+    canonicalJson(b.tools, out);
+  }
+  for (const m of b.messages) {
+    if (out.full) break;
+    if (m === null || typeof m !== 'object') return undefined;
+    const msg = m as { role?: unknown; name?: unknown; content?: unknown; tool_calls?: unknown };
+    out.add(`${RS}${typeof msg.role === 'string' ? msg.role : '?'}${US}`);
+    if (typeof msg.name === 'string') out.add(`${msg.name}${US}`);
+    renderContent(msg.content, out);
+    if (msg.tool_calls !== undefined) {
+      out.add(US);
+      canonicalJson(msg.tool_calls, out);
+    }
+    if (msg.role !== 'system' && msg.role !== 'developer') break;
+  }
+  return out.text;
+}
+
+const FNV_OFFSET = 0x811c9dc5;
+const FNV_PRIME = 0x01000193;
+
+/** FNV-1a (32-bit) over the UTF-8 bytes of `s[from, to)`, continuing from `h`. Lone surrogates hash as U+FFFD. */
+export function fnv1aUtf8(s: string, from: number, to: number, h = FNV_OFFSET): number {
+  const byte = (b: number): void => {
+    h = Math.imul(h ^ b, FNV_PRIME);
+  };
+  for (let i = from; i < to; i++) {
+    let c = s.charCodeAt(i);
+    if (c < 0x80) {
+      byte(c);
+      continue;
+    }
+    if (c >= 0xd800 && c <= 0xdbff && i + 1 < to) {
+      const d = s.charCodeAt(i + 1);
+      if (d >= 0xdc00 && d <= 0xdfff) {
+        c = 0x10000 + ((c - 0xd800) << 10) + (d - 0xdc00);
+        i++;
+        byte(0xf0 | (c >> 18));
+        byte(0x80 | ((c >> 12) & 0x3f));
+        byte(0x80 | ((c >> 6) & 0x3f));
+        byte(0x80 | (c & 0x3f));
+        continue;
+      }
+    }
+    if (c >= 0xd800 && c <= 0xdfff) c = 0xfffd;
+    if (c < 0x800) {
+      byte(0xc0 | (c >> 6));
+      byte(0x80 | (c & 0x3f));
+    } else {
+      byte(0xe0 | (c >> 12));
+      byte(0x80 | ((c >> 6) & 0x3f));
+      byte(0x80 | (c & 0x3f));
+    }
+  }
+  return h >>> 0;
+}
+
+/** Murmur3's 32-bit finaliser: spreads every input bit over the output. */
+function fmix32(h: number): number {
+  h ^= h >>> 16;
+  h = Math.imul(h, 0x85ebca6b);
+  h ^= h >>> 13;
+  h = Math.imul(h, 0xc2b2ae35);
+  h ^= h >>> 16;
+  return h >>> 0;
+}
+
+/**
+ * Cuts `text` into blocks of `blockChars` characters (the last one may be shorter) and chains
+ * their hashes: each block's hash is FNV-1a over its UTF-8 bytes seeded with the previous block's,
+ * so the key of block n says "these n blocks, in this order". Hashes at most `maxBlocks` blocks,
+ * whatever the text's length. Undefined for empty text. Pure and deterministic.
+ */
+export function prefixKey(text: string, blockChars: number, maxBlocks: number): PrefixKey | undefined {
+  if (text.length === 0) return undefined;
+  let h = FNV_OFFSET;
+  let blocks = 0;
+  for (let from = 0; from < text.length && blocks < maxBlocks; from += blockChars) {
+    h = fmix32(fnv1aUtf8(text, from, Math.min(text.length, from + blockChars), h) ^ blocks);
+    blocks++;
+  }
+  return { hash: h, blocks };
+}
+
+/** The prefix key of a request body (see renderPromptPrefix and prefixKey); undefined when it has no prompt. */
+export function requestPrefixKey(body: unknown, api: PromptApi, params: PrefixAffinityParams = DEFAULT_PREFIX_AFFINITY): PrefixKey | undefined {
+  const text = renderPromptPrefix(body, api, params.blockChars * params.maxBlocks);
+  return text === undefined ? undefined : prefixKey(text, params.blockChars, params.maxBlocks);
+}
+
+/** A replica id's hash, for rendezvous weights. */
+function idHash(id: string): number {
+  return fmix32(fnv1aUtf8(id, 0, id.length, FNV_OFFSET));
+}
+
+/**
+ * The candidates in rendezvous (highest-random-weight) order for `key`: each replica's weight is
+ * a hash of the key and its id alone, so every router given the same replica set orders them the
+ * same way, and a replica leaving only moves the keys it was first for (about 1/n of them).
+ * Equal weights (a 32-bit collision) fall back to the id, so the order is total.
+ */
+export function rendezvousOrder<C extends Candidate>(key: number, candidates: readonly C[]): C[] {
+  const weighted = candidates.map((c) => ({ c, w: fmix32(key ^ idHash(c.id)) }));
+  weighted.sort((a, b) => b.w - a.w || (a.c.id < b.c.id ? -1 : a.c.id > b.c.id ? 1 : 0));
+  return weighted.map((x) => x.c);
+}
+
+/**
+ * The load a replica may carry before the guard passes it over: ⌈(1 + ε) × (total + 1) / n⌉
+ * over the estimated occupancy of `n` candidates, the request being placed counted (consistent
+ * hashing with bounded loads). Always ≥ 1, and always above the least loaded candidate.
+ */
+export function loadCap(loads: readonly number[], epsilon: number): number {
+  let total = 0;
+  for (const l of loads) total += l;
+  return Math.max(1, Math.ceil(((1 + epsilon) * (total + 1)) / loads.length));
+}
+
+/** A prefix-affinity choice and why it was made. */
+export interface AffinityChoice<C extends Candidate> {
+  readonly chosen: C;
+  /** Position of `chosen` in the key's rendezvous order: 0 = the prefix's home replica. */
+  readonly rank: number;
+  /** Ids of the replicas passed over before `chosen`, each over the cap or saturated. */
+  readonly deflectedFrom: readonly string[];
+  /** The cap of that choice (see loadCap). */
+  readonly cap: number;
+}
+
+/**
+ * Prefix affinity with the load guard: the first candidate in `key`'s rendezvous order whose
+ * estimated occupancy (see estimatedOccupancy) is below the cap and that is not `saturated`.
+ * Undefined only when every candidate is saturated (the caller then decides as it would without
+ * affinity); the guard never picks a replica at or above the cap while one below exists.
+ */
+export function chooseByAffinity<C extends Candidate>(
+  key: number,
+  candidates: readonly C[],
+  epsilon: number,
+  saturated: (c: C) => boolean = () => false,
+): AffinityChoice<C> | undefined {
+  if (candidates.length === 0) return undefined;
+  const loadOf = new Map<C, number>();
+  for (const c of candidates) loadOf.set(c, estimatedOccupancy(c));
+  const cap = loadCap([...loadOf.values()], epsilon);
+  const order = rendezvousOrder(key, candidates);
+  const deflectedFrom: string[] = [];
+  for (let rank = 0; rank < order.length; rank++) {
+    const c = order[rank];
+    if ((loadOf.get(c) as number) < cap && !saturated(c)) return { chosen: c, rank, deflectedFrom, cap };
+    deflectedFrom.push(c.id);
+  }
+  return undefined;
+}
+
+/** Round-robin over whatever candidates each call gets; one instance per model. */
+export class RoundRobin {
+  private next = 0;
+
+  choose<C>(candidates: readonly C[]): C {
+    const c = candidates[this.next % candidates.length];
+    this.next = (this.next + 1) % 1_000_000_007;
+    return c;
+  }
+}
