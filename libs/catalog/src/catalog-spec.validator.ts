@@ -1,4 +1,5 @@
-import { API_ENDPOINTS, ENGINE_KINDS, type ApiEndpoint, type EngineKind, type MetricMapping, type Model, type Problem, type Profile } from '@llmgw/domain';
+import { API_ENDPOINTS, ENGINE_KINDS, type ApiEndpoint, type EngineKind, type MetricMapping, type Model, type ModelRouting, type Problem, type Profile } from '@llmgw/domain';
+import { parseRouting, type RoutingSpec } from './routing-policy.parser';
 import { checkProfileRules, modelEndpoints, needsSingleFile } from './engine-capabilities';
 import { parseSize } from './size.parser';
 import { hostProblem, parseWeightsSource, profileEnvProblem, SOURCE_FORMS } from './source-policy';
@@ -45,6 +46,8 @@ export interface ModelSpec {
   firstByteTimeout?: string;
   /** Deadline for silence between tokens of a response, e.g. `20s`; absent = the router's default. */
   stallTimeout?: string;
+  /** How routers choose a replica; absent = prefix-affinity for chat and completions, least-load for embeddings. */
+  routing?: RoutingSpec;
   profiles: ProfileSpec[];
 }
 
@@ -54,7 +57,7 @@ export interface CatalogSpec {
 }
 
 const CATALOG_KEYS = ['models'] as const;
-const MODEL_KEYS = ['name', 'aliases', 'source', 'size', 'sha256', 'replicas', 'metrics', 'endpoints', 'firstByteTimeout', 'stallTimeout', 'profiles'] as const;
+const MODEL_KEYS = ['name', 'aliases', 'source', 'size', 'sha256', 'replicas', 'metrics', 'endpoints', 'firstByteTimeout', 'stallTimeout', 'routing', 'profiles'] as const;
 const PROFILE_KEYS = [
   'engine',
   'gpuClass',
@@ -157,6 +160,12 @@ function checkModel(raw: unknown, path: string, problems: Problem[]): Model | un
   };
   const firstByteTimeoutMs = timeout('firstByteTimeout');
   const stallTimeoutMs = timeout('stallTimeout');
+  let routing: ModelRouting | undefined;
+  if (raw.routing !== undefined) {
+    const r = parseRouting(raw.routing, child(path, 'routing'));
+    if (r.ok) routing = r.routing;
+    else problems.push(...r.problems);
+  }
   const profiles: Profile[] = [];
   const profilesPath = child(path, 'profiles');
   if (raw.profiles === undefined) {
@@ -199,6 +208,7 @@ function checkModel(raw: unknown, path: string, problems: Problem[]): Model | un
     ...(endpoints !== undefined ? { endpoints } : {}),
     ...(firstByteTimeoutMs !== undefined ? { firstByteTimeoutMs } : {}),
     ...(stallTimeoutMs !== undefined ? { stallTimeoutMs } : {}),
+    ...(routing !== undefined ? { routing } : {}),
   };
   return model;
 }

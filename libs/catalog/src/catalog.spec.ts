@@ -106,6 +106,8 @@ const INVALID: [string, Edit, string, string][] = [
   ['metric override not a metric name', (d) => (m0(d).metrics = { running: 'num running' }), 'models[0].metrics.running', 'Prometheus metric name'],
   ['first-byte timeout without a unit', (d) => (m0(d).firstByteTimeout = 30), 'models[0].firstByteTimeout', 'must be a duration such as "500ms"'],
   ['stall timeout too short', (d) => (m0(d).stallTimeout = '10ms'), 'models[0].stallTimeout', 'must be between 100ms and 1h'],
+  ['unknown routing policy', (d) => (m0(d).routing = { policy: 'random' }), 'models[0].routing.policy', 'must be one of least-load, prefix-affinity, round-robin'],
+  ['routing epsilon 0', (d) => (m0(d).routing = { policy: 'prefix-affinity', prefixAffinity: { epsilon: 0 } }), 'models[0].routing.prefixAffinity.epsilon', 'must be a number above 0'],
   ['fractional bytes', (d) => (p0(d, 0).memoryPerGpu = '1.5B'), 'models[0].profiles[0].memoryPerGpu', 'not a whole number of bytes'],
   ['zero context length', (d) => (p0(d, 0).contextLength = 0), 'models[0].profiles[0].contextLength', 'must be a whole number ≥ 1'],
   ['endpoints not a list', (d) => (m0(d).endpoints = 'chat'), 'models[0].endpoints', 'must be a non-empty list of chat, completions, embeddings'],
@@ -268,6 +270,8 @@ models:
     const doc = base();
     Object.assign(p0(doc, 0), { memoryPerGpu: '40GiB', contextLength: 8192, args: ['--seed', '1'], env: { B: '2', A: '1' }, endpoints: ['completions', 'chat'] });
     Object.assign(m0(doc), { sha256: 'AB'.repeat(32), metrics: { running: 'x:running', kvUsage: ['x:kv'] }, endpoints: ['chat'], firstByteTimeout: '30s', stallTimeout: '1m' });
+    Object.assign(m0(doc), { routing: { policy: 'prefix-affinity', prefixAffinity: { maxBlocks: 8, epsilon: 0.5 } } });
+    m1(doc).routing = { policy: 'round-robin' };
     m0(doc).source = 'https://h/llama.safetensors';
     const c = Catalog.create(doc);
     const spec = JSON.parse(JSON.stringify(c.toSpec()));
@@ -275,7 +279,8 @@ models:
     expect(again.models).toEqual(c.models);
     expect(again.toSpec()).toEqual(spec);
     expect(c.models[0].sha256).toBe('ab'.repeat(32));
-    expect(c.models[0]).toMatchObject({ firstByteTimeoutMs: 30_000, stallTimeoutMs: 60_000 });
+    expect(c.models[0]).toMatchObject({ firstByteTimeoutMs: 30_000, stallTimeoutMs: 60_000, routing: { policy: 'prefix-affinity', prefixAffinity: { maxBlocks: 8, epsilon: 0.5 } } });
+    expect(c.models[1].routing).toEqual({ policy: 'round-robin' });
     expect(c.models[1].firstByteTimeoutMs).toBeUndefined();
   });
 });

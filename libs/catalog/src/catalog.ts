@@ -106,6 +106,7 @@ function modelToSpec(m: Model): ModelSpec {
     ...(m.endpoints !== undefined ? { endpoints: [...m.endpoints] } : {}),
     ...(m.firstByteTimeoutMs !== undefined ? { firstByteTimeout: `${m.firstByteTimeoutMs}ms` } : {}),
     ...(m.stallTimeoutMs !== undefined ? { stallTimeout: `${m.stallTimeoutMs}ms` } : {}),
+    ...(m.routing !== undefined ? { routing: { policy: m.routing.policy, ...(m.routing.prefixAffinity !== undefined ? { prefixAffinity: { ...m.routing.prefixAffinity } } : {}) } } : {}),
     profiles: m.profiles.map(profileToSpec),
   };
 }

@@ -280,6 +280,25 @@ export const OPENAPI_DOCUMENT = {
           endpoints: { type: 'array', minItems: 1, uniqueItems: true, items: { type: 'string', enum: ['chat', 'completions', 'embeddings'] }, description: 'The OpenAI endpoints the model serves; absent: those every profile serves.' },
           firstByteTimeout: { type: 'string', pattern: '^\\d+(ms|s|m|h)$', examples: ['30s'], description: "Deadline for a replica's first response byte (100ms to 1h); past it the router tries another replica. Absent = the router's LLMGW_ROUTER_FIRST_BYTE_TIMEOUT." },
           stallTimeout: { type: 'string', pattern: '^\\d+(ms|s|m|h)$', examples: ['20s'], description: "Deadline for silence between tokens of a response (100ms to 1h); past it the stream ends with an error event. Absent = the router's LLMGW_ROUTER_IDLE_TIMEOUT." },
+          routing: {
+            type: 'object',
+            required: ['policy'],
+            additionalProperties: false,
+            description: 'How routers choose among the replicas. Absent: prefix-affinity for chat and completions, least-load for embeddings.',
+            properties: {
+              policy: { type: 'string', enum: ['least-load', 'prefix-affinity', 'round-robin'] },
+              prefixAffinity: {
+                type: 'object',
+                additionalProperties: false,
+                description: 'Only with policy prefix-affinity; each field absent = its default.',
+                properties: {
+                  blockChars: { type: 'integer', minimum: 16, maximum: 65536, description: 'Characters per hashed block (default 256).' },
+                  maxBlocks: { type: 'integer', minimum: 1, maximum: 1024, description: 'Most blocks of the prompt hashed per request (default 32).' },
+                  epsilon: { type: 'number', exclusiveMinimum: 0, maximum: 10, description: 'Load slack: a replica at or above ⌈(1 + ε) × mean load⌉ is passed over (default 0.25).' },
+                },
+              },
+            },
+          },
           profiles: { type: 'array', minItems: 1, items: ref('ProfileDocument') },
         },
       },

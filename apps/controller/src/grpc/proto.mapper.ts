@@ -1,7 +1,7 @@
 // The edge between the wire contract and the controller's domain types: every proto message
 // the controller reads or writes is converted here and nowhere else. Unset optional fields stay
 // undefined in both directions (absent is not zero).
-import type { ApiEndpoint, EngineKind, Gpu, Model, ReplicaMember, ReplicaState } from '@llmgw/domain';
+import type { ApiEndpoint, EngineKind, Gpu, Model, ModelRouting, ReplicaMember, ReplicaState, RoutingPolicyName } from '@llmgw/domain';
 import { cacheName } from '@llmgw/catalog';
 import * as pb from '@llmgw/proto';
 import type { GpuLiveState, NodeHeartbeat, NodeRegistration, ReportedReplica } from '../nodes/node.entry';
@@ -25,6 +25,23 @@ const API_ENDPOINT_TO_PROTO: Readonly<Record<ApiEndpoint, pb.ApiEndpoint>> = {
 /** Domain API endpoint → wire enum. */
 export function apiEndpointToProto(endpoint: ApiEndpoint): pb.ApiEndpoint {
   return API_ENDPOINT_TO_PROTO[endpoint];
+}
+
+const ROUTING_POLICY_TO_PROTO: Readonly<Record<RoutingPolicyName, pb.RoutingPolicy>> = {
+  'least-load': pb.RoutingPolicy.ROUTING_POLICY_LEAST_LOAD,
+  'prefix-affinity': pb.RoutingPolicy.ROUTING_POLICY_PREFIX_AFFINITY,
+  'round-robin': pb.RoutingPolicy.ROUTING_POLICY_ROUND_ROBIN,
+};
+
+/** A model's routing → wire; parameters the catalog left out stay unset. */
+export function routingToProto(r: ModelRouting): pb.ModelRouting {
+  const p = r.prefixAffinity ?? {};
+  return {
+    policy: ROUTING_POLICY_TO_PROTO[r.policy],
+    ...(p.blockChars !== undefined ? { blockChars: p.blockChars } : {}),
+    ...(p.maxBlocks !== undefined ? { maxBlocks: p.maxBlocks } : {}),
+    ...(p.epsilon !== undefined ? { epsilon: p.epsilon } : {}),
+  };
 }
 
 /** Wire enum → domain engine; undefined for unspecified or unknown values. */

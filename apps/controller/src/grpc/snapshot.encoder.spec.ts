@@ -22,6 +22,16 @@ const model = fc.record(
     endpoints: fc.subarray(['chat', 'completions', 'embeddings'] as const),
     firstByteTimeoutMs: fc.integer({ min: 100, max: 3_600_000 }),
     stallTimeoutMs: fc.integer({ min: 100, max: 3_600_000 }),
+    routing: fc.oneof(
+      fc.record({ policy: fc.constantFrom('least-load' as const, 'round-robin' as const) }),
+      fc.record(
+        {
+          policy: fc.constant('prefix-affinity' as const),
+          prefixAffinity: fc.record({ blockChars: fc.integer({ min: 16, max: 65_536 }), maxBlocks: fc.integer({ min: 1, max: 1024 }), epsilon: fc.double({ min: 0.01, max: 10, noNaN: true }) }, { requiredKeys: [] }),
+        },
+        { requiredKeys: ['policy'] },
+      ),
+    ),
   },
   { requiredKeys: ['name', 'aliases', 'engine', 'endpoints'] },
 );
@@ -41,6 +51,16 @@ describe('encodeWatchResponse', () => {
       }),
       { numRuns: 300 },
     );
+  });
+
+  it("carries a model's routing policy and only the parameters the catalog set", () => {
+    const models = [
+      { name: 'a', aliases: [], engine: 'vllm' as const, endpoints: ['chat' as const], routing: { policy: 'prefix-affinity' as const, prefixAffinity: { maxBlocks: 4, epsilon: 0.5 } } },
+      { name: 'b', aliases: [], engine: 'vllm' as const, endpoints: ['chat' as const], routing: { policy: 'round-robin' as const } },
+      { name: 'c', aliases: [], engine: 'vllm' as const, endpoints: ['chat' as const] },
+    ];
+    const wire = WatchResponse.decode(encodeWatchResponse({ revision: 1, endpoints: [], catalog: { revision: 1, models } })).snapshot?.catalog?.models;
+    expect(wire?.map((m) => m.routing)).toEqual([{ policy: 2, maxBlocks: 4, epsilon: 0.5 }, { policy: 3 }, undefined]);
   });
 
   it('reuses the encoding of an endpoint that stays the same object across revisions', () => {

@@ -2,7 +2,7 @@ import { deflateRawSync } from 'node:zlib';
 import type { Endpoint } from '@llmgw/domain';
 import * as pb from '@llmgw/proto';
 import type { CatalogView, EndpointSnapshot } from '../publishing/endpoint-sink.port';
-import { apiEndpointToProto, engineToProto } from './proto.mapper';
+import { apiEndpointToProto, engineToProto, routingToProto } from './proto.mapper';
 
 /** Domain endpoint → wire. */
 export function endpointToProto(e: Endpoint): pb.Endpoint {
@@ -30,6 +30,7 @@ export function catalogViewToProto(c: CatalogView): pb.CatalogView {
       endpoints: m.endpoints.map(apiEndpointToProto),
       ...(m.firstByteTimeoutMs !== undefined ? { firstByteTimeoutMs: m.firstByteTimeoutMs } : {}),
       ...(m.stallTimeoutMs !== undefined ? { stallTimeoutMs: m.stallTimeoutMs } : {}),
+      ...(m.routing !== undefined ? { routing: routingToProto(m.routing) } : {}),
     })),
   };
 }

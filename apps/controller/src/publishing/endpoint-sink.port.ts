@@ -1,4 +1,4 @@
-import type { ApiEndpoint, Endpoint, EngineKind, MetricMapping } from '@llmgw/domain';
+import type { ApiEndpoint, Endpoint, EngineKind, MetricMapping, ModelRouting } from '@llmgw/domain';
 
 /** The part of one catalog model a router resolves requests with. */
 export interface ModelView {
@@ -15,6 +15,8 @@ export interface ModelView {
   readonly firstByteTimeoutMs?: number;
   /** The model's deadline for silence between tokens, ms; absent = each router's default. */
   readonly stallTimeoutMs?: number;
+  /** The model's routing policy; absent = each router's default per API. */
+  readonly routing?: ModelRouting;
 }
 
 /** The catalog as routers see it, at the store revision it was built from. */

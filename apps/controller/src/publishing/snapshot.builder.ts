@@ -62,7 +62,7 @@ export type EndpointMemo = WeakMap<ReplicaEntry, { readonly nodesKey: string; re
  * What routers need of the catalog: names, aliases, the preferred profile's engine, the model's
  * metric mapping (validated through the engine's registry; absent = engine defaults), the API
  * endpoints it serves (explicit, or derived from its profiles: see `modelEndpoints`) and its
- * first-byte and stall deadlines (absent = the routers' defaults).
+ * first-byte and stall deadlines and its routing policy (absent = the routers' defaults).
  */
 export function buildCatalogView(catalog: Catalog | undefined, revision: number): CatalogView {
   const models: ModelView[] = (catalog?.models ?? []).map((m) => {
@@ -75,6 +75,7 @@ export function buildCatalogView(catalog: Catalog | undefined, revision: number)
       endpoints: modelEndpoints(m),
       ...(m.firstByteTimeoutMs !== undefined ? { firstByteTimeoutMs: m.firstByteTimeoutMs } : {}),
       ...(m.stallTimeoutMs !== undefined ? { stallTimeoutMs: m.stallTimeoutMs } : {}),
+      ...(m.routing !== undefined ? { routing: m.routing } : {}),
     };
   });
   return { revision, models };

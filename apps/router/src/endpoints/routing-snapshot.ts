@@ -1,4 +1,4 @@
-import type { ApiEndpoint, EngineKind, MetricMapping, Endpoint } from '@llmgw/domain';
+import type { ApiEndpoint, EngineKind, MetricMapping, Endpoint, ModelRouting } from '@llmgw/domain';
 
 /** What a router knows about one catalog model: enough to resolve a request's `model`. */
 export interface ModelView {
@@ -15,6 +15,8 @@ export interface ModelView {
   readonly firstByteTimeoutMs?: number;
   /** Longest silence between response bytes once the response started, ms; absent = LLMGW_ROUTER_IDLE_TIMEOUT. */
   readonly stallTimeoutMs?: number;
+  /** How to choose among its replicas; absent = prefix-affinity for chat and completions, least-load for embeddings. */
+  readonly routing?: ModelRouting;
 }
 
 /**

@@ -14,6 +14,7 @@ describe('parseStaticConfig', () => {
         '  - name: tiny',
         '    metrics: { running: "llamacpp:requests_processing" }',
         '    endpoints: [embeddings]',
+        '    routing: { policy: round-robin }',
         'endpoints:',
         '  - { id: r1, model: llama, url: "http://10.0.0.5:8000" }',
         '  - { model: tiny, url: "http://10.0.0.6:8080/engine/", engine: llamacpp, node: n6, suspect: true }',
@@ -24,7 +25,7 @@ describe('parseStaticConfig', () => {
       revision: 1,
       models: [
         { name: 'llama', aliases: ['llama3', 'l3'], engine: 'vllm', metrics: undefined, firstByteTimeoutMs: 30_000, stallTimeoutMs: 500 },
-        { name: 'tiny', aliases: [], engine: undefined, metrics: { running: 'llamacpp:requests_processing' }, endpoints: ['embeddings'] },
+        { name: 'tiny', aliases: [], engine: undefined, metrics: { running: 'llamacpp:requests_processing' }, endpoints: ['embeddings'], routing: { policy: 'round-robin' } },
       ],
       endpoints: [
         { replicaId: 'r1', model: 'llama', url: 'http://10.0.0.5:8000', engine: 'vllm', nodeId: '', suspect: false },
@@ -43,7 +44,7 @@ describe('parseStaticConfig', () => {
       'models:',
       '  - { name: a, aliases: [b], engine: vllm }',
       '  - { name: b, engine: vllm, metrics: { running: "not a name" } }',
-      '  - { name: c, firstByteTimeout: 30, stallTimeout: 2h }',
+      '  - { name: c, firstByteTimeout: 30, stallTimeout: 2h, routing: { policy: prefix-affinity, prefixAffinity: { epsilon: 0 } } }',
       'endpoints:',
       '  - { id: x, model: b-alias, url: "http://h:1" }',
       '  - { id: x, model: a, url: "https://h:2" }',
@@ -51,11 +52,12 @@ describe('parseStaticConfig', () => {
     ].join('\n');
     expect(() => parseStaticConfig(text, 'router.yaml')).toThrow(
       [
-        'router config file router.yaml: 9 problem(s):',
+        'router config file router.yaml: 10 problem(s):',
         "  models[1].name: 'b' is already used by models[0].aliases[0]",
         '  models[1].metrics.running: not a metric name: "not a name"',
         '  models[2].firstByteTimeout: must be a duration such as "500ms", "30s", "5m" or "1h" (got 30)',
         '  models[2].stallTimeout: must be between 100ms and 1h (got "2h")',
+        '  models[2].routing.prefixAffinity.epsilon: must be a number above 0 and at most 10 (got 0)',
         "  endpoints[0].model: 'b-alias' is not a model listed under models (by its name, not an alias)",
         '  endpoints[1].url: only http:// engine URLs are supported, got "https://h:2"',
         "  endpoints[1].id: 'x' is used twice",

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
-import { parseTimeout } from '@llmgw/catalog';
-import { API_ENDPOINTS, ENGINE_KINDS, type Endpoint, type EngineKind, type MetricMapping } from '@llmgw/domain';
+import { parseRouting, parseTimeout } from '@llmgw/catalog';
+import { API_ENDPOINTS, ENGINE_KINDS, type Endpoint, type EngineKind, type MetricMapping, type ModelRouting } from '@llmgw/domain';
 import { mappingProblems } from '@llmgw/metrics-mappings';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
@@ -34,6 +34,8 @@ const fileSchema = z
             /** Same syntax and bounds as the catalog's: `500ms`, `30s`, `5m`, `1h`. */
             firstByteTimeout: z.unknown().optional(),
             stallTimeout: z.unknown().optional(),
+            /** Same schema and bounds as the catalog's `routing` (libs/catalog parseRouting). */
+            routing: z.unknown().optional(),
           })
           .strict(),
       )
@@ -58,7 +60,7 @@ const fileSchema = z
 /**
  * Reads the router's static configuration (YAML or JSON) and turns it into a snapshot:
  * `models` (name, aliases, engine, metric mapping override, the API endpoints it serves: absent =
- * all, first-byte and stall deadlines) and `endpoints` (id, model, url,
+ * all, first-byte and stall deadlines, routing policy) and `endpoints` (id, model, url,
  * engine, node). This is the supported mode without a controller: it must resolve models and
  * aliases on its own. Throws one error listing every problem with its path.
  */
@@ -109,7 +111,21 @@ export function parseStaticConfig(text: string, source: string): RoutingSnapshot
       if (r.ok) timeouts[key] = r.ms;
       else problems.push(`models[${i}].${field}: ${r.message}`);
     }
-    models.push({ name: m.name, aliases: m.aliases, engine: m.engine, metrics, ...(m.endpoints !== undefined ? { endpoints: m.endpoints } : {}), ...timeouts });
+    let routing: ModelRouting | undefined;
+    if (m.routing !== undefined) {
+      const r = parseRouting(m.routing, `models[${i}].routing`);
+      if (r.ok) routing = r.routing;
+      else for (const p of r.problems) problems.push(`${p.path}: ${p.message}`);
+    }
+    models.push({
+      name: m.name,
+      aliases: m.aliases,
+      engine: m.engine,
+      metrics,
+      ...(m.endpoints !== undefined ? { endpoints: m.endpoints } : {}),
+      ...timeouts,
+      ...(routing !== undefined ? { routing } : {}),
+    });
   });
   const byName = new Map(models.map((m) => [m.name, m]));
   const ids = new Set<string>();

@@ -179,7 +179,8 @@ export class ControllerWatch {
       }
       first = false;
       this.accepted();
-      const { snapshot, dropped } = snapshotFromProto(wire);
+      const { snapshot, dropped, routingProblems } = snapshotFromProto(wire);
+      for (const problem of routingProblems ?? []) this.logger.warn({ problem }, "model routing not understood: the router's default policy applies");
       const result = this.registry.apply(snapshot, { resync });
       for (const d of [...dropped, ...result.skipped]) this.logger.warn({ replicaId: d.replicaId, reason: d.reason }, 'endpoint left out of the snapshot');
       if (result.applied && (result.added.length > 0 || result.removed.length > 0 || resync)) {

@@ -1,6 +1,6 @@
-import { ApiEndpoint, EngineKind } from '@llmgw/proto';
+import { ApiEndpoint, EngineKind, RoutingPolicy } from '@llmgw/proto';
 import { describe, expect, it } from 'vitest';
-import { snapshotFromProto } from './snapshot.mapper';
+import { routingFromProto, snapshotFromProto } from './snapshot.mapper';
 
 describe('snapshotFromProto', () => {
   it('converts the wire snapshot to domain types at the edge, leaving out engines it does not know', () => {
@@ -38,6 +38,25 @@ describe('snapshotFromProto', () => {
       },
       dropped: [{ replicaId: 'r2', reason: 'unknown engine 0' }],
     });
+  });
+
+  it.each([
+    ['unset', undefined, {}],
+    ['unspecified', { policy: RoutingPolicy.ROUTING_POLICY_UNSPECIFIED }, {}],
+    ['round-robin', { policy: RoutingPolicy.ROUTING_POLICY_ROUND_ROBIN }, { routing: { policy: 'round-robin' } }],
+    [
+      'prefix-affinity with parameters',
+      { policy: RoutingPolicy.ROUTING_POLICY_PREFIX_AFFINITY, maxBlocks: 4, epsilon: 0.5 },
+      { routing: { policy: 'prefix-affinity', prefixAffinity: { maxBlocks: 4, epsilon: 0.5 } } },
+    ],
+    ['a policy this build does not know', { policy: 42 as RoutingPolicy }, { problem: 'model m: unknown routing policy 42' }],
+    [
+      'parameters out of bounds',
+      { policy: RoutingPolicy.ROUTING_POLICY_PREFIX_AFFINITY, epsilon: 0 },
+      { problem: 'm.routing.prefixAffinity.epsilon: must be a number above 0 and at most 10 (got 0)' },
+    ],
+  ])('reads a model routing that is %s', (_what, wire, want) => {
+    expect(routingFromProto(wire, 'm')).toEqual(want);
   });
 
   it('reads a snapshot without a catalog as one with no models', () => {

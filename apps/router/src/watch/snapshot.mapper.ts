@@ -1,11 +1,14 @@
 import { inflateRawSync } from 'node:zlib';
-import type { ApiEndpoint, Endpoint, EngineKind, MetricMapping } from '@llmgw/domain';
+import type { ApiEndpoint, Endpoint, EngineKind, MetricMapping, ModelRouting, RoutingPolicyName } from '@llmgw/domain';
+import { parseRouting } from '@llmgw/catalog';
 import {
   ApiEndpoint as ProtoApiEndpoint,
   EndpointSnapshot,
   EngineKind as ProtoEngineKind,
   type CompressedSnapshot,
   type MetricMapping as ProtoMetricMapping,
+  type ModelRouting as ProtoModelRouting,
+  RoutingPolicy as ProtoRoutingPolicy,
 } from '@llmgw/proto';
 import type { ModelView, RoutingSnapshot } from '../endpoints/routing-snapshot';
 
@@ -51,10 +54,37 @@ function mappingFromProto(m: ProtoMetricMapping | undefined): MetricMapping | un
   return Object.keys(out).length > 0 ? out : undefined;
 }
 
+const ROUTING_POLICY_FROM_PROTO: ReadonlyMap<ProtoRoutingPolicy, RoutingPolicyName> = new Map([
+  [ProtoRoutingPolicy.ROUTING_POLICY_LEAST_LOAD, 'least-load'],
+  [ProtoRoutingPolicy.ROUTING_POLICY_PREFIX_AFFINITY, 'prefix-affinity'],
+  [ProtoRoutingPolicy.ROUTING_POLICY_ROUND_ROBIN, 'round-robin'],
+]);
+
+/**
+ * A wire model's routing, checked again with the catalog's own rules (libs/catalog parseRouting).
+ * Unset, an unknown policy (a newer controller) or parameters this build refuses: undefined, the
+ * router's default for each API, with the problem returned to be reported.
+ */
+export function routingFromProto(r: ProtoModelRouting | undefined, model: string): { routing?: ModelRouting; problem?: string } {
+  if (r === undefined || r.policy === ProtoRoutingPolicy.ROUTING_POLICY_UNSPECIFIED) return {};
+  const policy = ROUTING_POLICY_FROM_PROTO.get(r.policy);
+  if (policy === undefined) return { problem: `model ${model}: unknown routing policy ${String(r.policy)}` };
+  const params = {
+    ...(r.blockChars !== undefined ? { blockChars: r.blockChars } : {}),
+    ...(r.maxBlocks !== undefined ? { maxBlocks: r.maxBlocks } : {}),
+    ...(r.epsilon !== undefined ? { epsilon: r.epsilon } : {}),
+  };
+  const parsed = parseRouting({ policy, ...(Object.keys(params).length > 0 ? { prefixAffinity: params } : {}) }, `${model}.routing`);
+  if (!parsed.ok) return { problem: parsed.problems.map((p) => `${p.path}: ${p.message}`).join('; ') };
+  return { routing: parsed.routing };
+}
+
 /** A wire snapshot as the router's domain snapshot, plus the endpoints it had to leave out and why. */
 export interface MappedSnapshot {
   readonly snapshot: RoutingSnapshot;
   readonly dropped: readonly { readonly replicaId: string; readonly reason: string }[];
+  /** Models whose routing this router could not take (they route by its default), and why. */
+  readonly routingProblems?: readonly string[];
 }
 
 /**
@@ -72,17 +102,23 @@ export function snapshotFromProto(s: EndpointSnapshot): MappedSnapshot {
     }
     endpoints.push({ replicaId: e.replicaId, model: e.model, url: e.url, engine, nodeId: e.nodeId, suspect: e.suspect });
   }
-  const models: ModelView[] = (s.catalog?.models ?? []).map((m) => ({
-    name: m.name,
-    aliases: [...m.aliases],
-    engine: engineFromProto(m.engine),
-    metrics: mappingFromProto(m.metrics),
-    endpoints: endpointsFromProto(m.endpoints),
-    // 0 is not a deadline: a controller that sends it is treated as having sent none.
-    ...(m.firstByteTimeoutMs ? { firstByteTimeoutMs: m.firstByteTimeoutMs } : {}),
-    ...(m.stallTimeoutMs ? { stallTimeoutMs: m.stallTimeoutMs } : {}),
-  }));
-  return { snapshot: { revision: s.revision, endpoints, models }, dropped };
+  const routingProblems: string[] = [];
+  const models: ModelView[] = (s.catalog?.models ?? []).map((m) => {
+    const { routing, problem } = routingFromProto(m.routing, m.name);
+    if (problem !== undefined) routingProblems.push(problem);
+    return {
+      name: m.name,
+      aliases: [...m.aliases],
+      engine: engineFromProto(m.engine),
+      metrics: mappingFromProto(m.metrics),
+      endpoints: endpointsFromProto(m.endpoints),
+      // 0 is not a deadline: a controller that sends it is treated as having sent none.
+      ...(m.firstByteTimeoutMs ? { firstByteTimeoutMs: m.firstByteTimeoutMs } : {}),
+      ...(m.stallTimeoutMs ? { stallTimeoutMs: m.stallTimeoutMs } : {}),
+      ...(routing !== undefined ? { routing } : {}),
+    };
+  });
+  return { snapshot: { revision: s.revision, endpoints, models }, dropped, ...(routingProblems.length > 0 ? { routingProblems } : {}) };
 }
 
 /**

@@ -23,6 +23,56 @@ import {
 import { NotLeader } from "./agent";
 import { EngineKind, engineKindFromJSON, engineKindToJSON } from "./engine";
 
+/** How a router chooses among a model's replicas. */
+export enum RoutingPolicy {
+  /** ROUTING_POLICY_UNSPECIFIED - Unset: the router's default for the request's API. */
+  ROUTING_POLICY_UNSPECIFIED = 0,
+  /** ROUTING_POLICY_LEAST_LOAD - The weighted load scorers. */
+  ROUTING_POLICY_LEAST_LOAD = 1,
+  /** ROUTING_POLICY_PREFIX_AFFINITY - Rendezvous hashing of the prompt prefix, guarded by load. */
+  ROUTING_POLICY_PREFIX_AFFINITY = 2,
+  /** ROUTING_POLICY_ROUND_ROBIN - Each replica in turn. */
+  ROUTING_POLICY_ROUND_ROBIN = 3,
+  UNRECOGNIZED = -1,
+}
+
+export function routingPolicyFromJSON(object: any): RoutingPolicy {
+  switch (object) {
+    case 0:
+    case "ROUTING_POLICY_UNSPECIFIED":
+      return RoutingPolicy.ROUTING_POLICY_UNSPECIFIED;
+    case 1:
+    case "ROUTING_POLICY_LEAST_LOAD":
+      return RoutingPolicy.ROUTING_POLICY_LEAST_LOAD;
+    case 2:
+    case "ROUTING_POLICY_PREFIX_AFFINITY":
+      return RoutingPolicy.ROUTING_POLICY_PREFIX_AFFINITY;
+    case 3:
+    case "ROUTING_POLICY_ROUND_ROBIN":
+      return RoutingPolicy.ROUTING_POLICY_ROUND_ROBIN;
+    case -1:
+    case "UNRECOGNIZED":
+    default:
+      return RoutingPolicy.UNRECOGNIZED;
+  }
+}
+
+export function routingPolicyToJSON(object: RoutingPolicy): string {
+  switch (object) {
+    case RoutingPolicy.ROUTING_POLICY_UNSPECIFIED:
+      return "ROUTING_POLICY_UNSPECIFIED";
+    case RoutingPolicy.ROUTING_POLICY_LEAST_LOAD:
+      return "ROUTING_POLICY_LEAST_LOAD";
+    case RoutingPolicy.ROUTING_POLICY_PREFIX_AFFINITY:
+      return "ROUTING_POLICY_PREFIX_AFFINITY";
+    case RoutingPolicy.ROUTING_POLICY_ROUND_ROBIN:
+      return "ROUTING_POLICY_ROUND_ROBIN";
+    case RoutingPolicy.UNRECOGNIZED:
+    default:
+      return "UNRECOGNIZED";
+  }
+}
+
 /** An OpenAI API endpoint a model can serve. */
 export enum ApiEndpoint {
   API_ENDPOINT_UNSPECIFIED = 0,
@@ -162,7 +212,29 @@ export interface ModelView {
     | number
     | undefined;
   /** Longest silence between response bytes once a response started, ms; unset = the router's default. */
-  stallTimeoutMs?: number | undefined;
+  stallTimeoutMs?:
+    | number
+    | undefined;
+  /**
+   * How routers choose among the model's replicas; unset = prefix-affinity for chat and
+   * completions, least-load for embeddings.
+   */
+  routing?: ModelRouting | undefined;
+}
+
+/** A model's routing policy and its parameters, as the catalog validated them. */
+export interface ModelRouting {
+  policy: RoutingPolicy;
+  /** prefix-affinity only; each unset = the router's default. Characters per hashed block. */
+  blockChars?:
+    | number
+    | undefined;
+  /** Most blocks hashed per request. */
+  maxBlocks?:
+    | number
+    | undefined;
+  /** Load slack ε: a replica at or above ceil((1 + ε) × mean load) is passed over. */
+  epsilon?: number | undefined;
 }
 
 /**
@@ -843,6 +915,7 @@ function createBaseModelView(): ModelView {
     endpoints: [],
     firstByteTimeoutMs: undefined,
     stallTimeoutMs: undefined,
+    routing: undefined,
   };
 }
 
@@ -872,6 +945,9 @@ export const ModelView: MessageFns<ModelView> = {
     }
     if (message.stallTimeoutMs !== undefined) {
       writer.uint32(56).uint32(message.stallTimeoutMs);
+    }
+    if (message.routing !== undefined) {
+      ModelRouting.encode(message.routing, writer.uint32(66).fork()).join();
     }
     return writer;
   },
@@ -955,6 +1031,14 @@ export const ModelView: MessageFns<ModelView> = {
             message.stallTimeoutMs = reader.uint32();
             continue;
           }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.routing = ModelRouting.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -986,6 +1070,7 @@ export const ModelView: MessageFns<ModelView> = {
         : isSet(object.stall_timeout_ms)
         ? globalThis.Number(object.stall_timeout_ms)
         : undefined,
+      routing: isSet(object.routing) ? ModelRouting.fromJSON(object.routing) : undefined,
     };
   },
 
@@ -1012,6 +1097,9 @@ export const ModelView: MessageFns<ModelView> = {
     if (message.stallTimeoutMs !== undefined) {
       obj.stallTimeoutMs = Math.round(message.stallTimeoutMs);
     }
+    if (message.routing !== undefined) {
+      obj.routing = ModelRouting.toJSON(message.routing);
+    }
     return obj;
   },
 
@@ -1029,6 +1117,134 @@ export const ModelView: MessageFns<ModelView> = {
     message.endpoints = object.endpoints?.map((e) => e) || [];
     message.firstByteTimeoutMs = object.firstByteTimeoutMs ?? undefined;
     message.stallTimeoutMs = object.stallTimeoutMs ?? undefined;
+    message.routing = (object.routing !== undefined && object.routing !== null)
+      ? ModelRouting.fromPartial(object.routing)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseModelRouting(): ModelRouting {
+  return { policy: 0, blockChars: undefined, maxBlocks: undefined, epsilon: undefined };
+}
+
+export const ModelRouting: MessageFns<ModelRouting> = {
+  encode(message: ModelRouting, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.policy !== 0) {
+      writer.uint32(8).int32(message.policy);
+    }
+    if (message.blockChars !== undefined) {
+      writer.uint32(16).uint32(message.blockChars);
+    }
+    if (message.maxBlocks !== undefined) {
+      writer.uint32(24).uint32(message.maxBlocks);
+    }
+    if (message.epsilon !== undefined) {
+      writer.uint32(33).double(message.epsilon);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ModelRouting {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseModelRouting();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.policy = reader.int32() as any;
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.blockChars = reader.uint32();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.maxBlocks = reader.uint32();
+            continue;
+          }
+          case 4: {
+            if (tag !== 33) {
+              break;
+            }
+
+            message.epsilon = reader.double();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ModelRouting {
+    return {
+      policy: isSet(object.policy) ? routingPolicyFromJSON(object.policy) : 0,
+      blockChars: isSet(object.blockChars)
+        ? globalThis.Number(object.blockChars)
+        : isSet(object.block_chars)
+        ? globalThis.Number(object.block_chars)
+        : undefined,
+      maxBlocks: isSet(object.maxBlocks)
+        ? globalThis.Number(object.maxBlocks)
+        : isSet(object.max_blocks)
+        ? globalThis.Number(object.max_blocks)
+        : undefined,
+      epsilon: isSet(object.epsilon) ? globalThis.Number(object.epsilon) : undefined,
+    };
+  },
+
+  toJSON(message: ModelRouting): unknown {
+    const obj: any = {};
+    if (message.policy !== 0) {
+      obj.policy = routingPolicyToJSON(message.policy);
+    }
+    if (message.blockChars !== undefined) {
+      obj.blockChars = Math.round(message.blockChars);
+    }
+    if (message.maxBlocks !== undefined) {
+      obj.maxBlocks = Math.round(message.maxBlocks);
+    }
+    if (message.epsilon !== undefined) {
+      obj.epsilon = floatToJson(message.epsilon);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ModelRouting>, I>>(base?: I): ModelRouting {
+    return ModelRouting.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ModelRouting>, I>>(object: I): ModelRouting {
+    const message = createBaseModelRouting();
+    message.policy = object.policy ?? 0;
+    message.blockChars = object.blockChars ?? undefined;
+    message.maxBlocks = object.maxBlocks ?? undefined;
+    message.epsilon = object.epsilon ?? undefined;
     return message;
   },
 };
@@ -1531,6 +1747,10 @@ function bytesFromBase64(b64: string): Uint8Array {
 
 function base64FromBytes(arr: Uint8Array): string {
   return globalThis.Buffer.from(arr).toString("base64");
+}
+
+function floatToJson(value: number | null | undefined): number | string | null | undefined {
+  return typeof value === "number" && !globalThis.Number.isFinite(value) ? globalThis.String(value) : value;
 }
 
 type Builtin = Date | Function | Uint8Array | string | number | boolean | undefined;
