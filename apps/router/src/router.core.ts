@@ -85,6 +85,15 @@ export class RouterCore {
     this.admission = new AdmissionService(this.endpoints, picker, clock, config.admission, {
       queued: (model, waited, outcome) => this.metrics.queueWait.observe({ model, outcome }, waited),
       refused: (model, reason) => this.metrics.admissionRejections.inc({ model, reason }),
+      chose: (model, _state, reason) => {
+        if (reason.policy === 'prefix-affinity') {
+          this.metrics.prefixAffinity.inc([model, reason.rank === 0 ? 'hit' : 'miss']);
+          this.metrics.prefixDepth.observe([model], reason.blocks);
+          if (reason.deflectedFrom.length > 0) this.metrics.prefixDeflections.inc([model], reason.deflectedFrom.length);
+        } else if ('fallback' in reason) {
+          this.metrics.prefixAffinity.inc([model, 'miss']);
+        }
+      },
     });
     // Keep-alive connections to every engine, reused across requests. Idle ones close after 4 s,
     // before engines' own keep-alive (uvicorn: 5 s) can close them under a request; a reused

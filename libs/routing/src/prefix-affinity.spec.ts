@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { Candidate } from './candidate';
-import { chooseByAffinity, fnv1aUtf8, loadCap, prefixKey, renderPromptPrefix, rendezvousOrder, requestPrefixKey, RoundRobin } from './prefix-affinity';
+import { chooseByAffinity, fnv1aUtf8, loadCap, policyFor, prefixAffinityParams, prefixKey, renderPromptPrefix, rendezvousOrder, requestPrefixKey, RoundRobin } from './prefix-affinity';
 import { estimatedOccupancy } from './scorers';
 
 const cand = (id: string, over: Partial<Candidate> = {}): Candidate => ({
@@ -198,5 +198,24 @@ describe('RoundRobin', () => {
     const rr = new RoundRobin();
     const cs = ['a', 'b', 'c'];
     expect(Array.from({ length: 6 }, () => rr.choose(cs))).toEqual(['a', 'b', 'c', 'a', 'b', 'c']);
+  });
+});
+
+describe('policyFor', () => {
+  it.each([
+    [undefined, 'chat', 'prefix-affinity'],
+    [undefined, 'completions', 'prefix-affinity'],
+    [undefined, 'embeddings', 'least-load'],
+    [{ policy: 'round-robin' }, 'chat', 'round-robin'],
+    [{ policy: 'least-load' }, 'completions', 'least-load'],
+    [{ policy: 'round-robin' }, 'embeddings', 'round-robin'],
+    [{ policy: 'prefix-affinity' }, 'embeddings', 'least-load'],
+  ] as const)('%j on %s → %s', (routing, api, want) => {
+    expect(policyFor(routing, api)).toBe(want);
+  });
+
+  it('fills the parameters the catalog left out with the defaults', () => {
+    expect(prefixAffinityParams(undefined)).toEqual({ blockChars: 256, maxBlocks: 32, epsilon: 0.25 });
+    expect(prefixAffinityParams({ policy: 'prefix-affinity', prefixAffinity: { epsilon: 0.5 } })).toEqual({ blockChars: 256, maxBlocks: 32, epsilon: 0.5 });
   });
 });

@@ -1,4 +1,4 @@
-import { DEFAULT_PREFIX_AFFINITY, type PrefixAffinityParams } from '@llmgw/domain';
+import { DEFAULT_PREFIX_AFFINITY, type ApiEndpoint, type ModelRouting, type PrefixAffinityParams, type RoutingPolicyName } from '@llmgw/domain';
 import type { Candidate } from './candidate';
 import { estimatedOccupancy } from './scorers';
 
@@ -253,6 +253,23 @@ export function chooseByAffinity<C extends Candidate>(
     deflectedFrom.push(c.id);
   }
   return undefined;
+}
+
+/**
+ * The policy a request on `api` gets for a model routed by `routing`: the catalog's when it says,
+ * else prefix-affinity for chat and completions and least-load for embeddings (no prompt to
+ * reuse). A prefix-affinity policy on embeddings has no prompt to key on either: least-load.
+ */
+export function policyFor(routing: ModelRouting | undefined, api: ApiEndpoint): RoutingPolicyName {
+  const policy = routing?.policy ?? (api === 'embeddings' ? 'least-load' : 'prefix-affinity');
+  return policy === 'prefix-affinity' && api === 'embeddings' ? 'least-load' : policy;
+}
+
+/** The prefix-affinity parameters of `routing`, defaults filled in (DEFAULT_PREFIX_AFFINITY). */
+export function prefixAffinityParams(routing: ModelRouting | undefined): PrefixAffinityParams {
+  const p = routing?.prefixAffinity;
+  if (p === undefined) return DEFAULT_PREFIX_AFFINITY;
+  return { ...DEFAULT_PREFIX_AFFINITY, ...p };
 }
 
 /** Round-robin over whatever candidates each call gets; one instance per model. */

@@ -1,9 +1,9 @@
 import type { Endpoint } from '@llmgw/domain';
-import { buildScorers, DEFAULT_SCORER_WEIGHTS, EndpointPicker } from '@llmgw/routing';
+import { buildScorers, DEFAULT_SCORER_WEIGHTS, EndpointPicker, rendezvousOrder } from '@llmgw/routing';
 import { FakeClock, SeededRng } from '@llmgw/testing';
 import { describe, expect, it } from 'vitest';
 import { EndpointRegistry } from '../endpoints/endpoint.registry';
-import { AdmissionService, Waiter, type Admission, type AdmissionOptions } from './admission.service';
+import { AdmissionService, ROUND_ROBIN, Waiter, type Admission, type AdmissionOptions, type RouteHow } from './admission.service';
 
 const ep = (replicaId: string, model = 'm'): Endpoint => ({ replicaId, model, url: `http://h:${replicaId.charCodeAt(0)}`, engine: 'vllm', nodeId: 'n', suspect: false });
 
@@ -129,5 +129,70 @@ describe('AdmissionService', () => {
     expect(admission.drainRate('m')).toBeCloseTo(10, 5);
     a.acquire(clock.now());
     expect(admission.admit('m')).toMatchObject({ ok: false, refusal: { kind: 'queue_full', retryAfterSeconds: 1 } });
+  });
+
+  describe('policies', () => {
+    const many = (n: number) => Array.from({ length: n }, (_, i) => ep(`r${i}`));
+    const roomy = { thresholds: { maxWaiting: 10, maxKvUsage: 0.9, maxInFlight: 100 } };
+    const affinity = (hash: number): RouteHow => ({ policy: 'prefix-affinity', key: { hash, blocks: 3 }, epsilon: 0.25 });
+
+    it('sends one prefix to its home replica every time while the load allows, and says so', () => {
+      const { admission, registry } = setup(roomy, many(4));
+      const home = rendezvousOrder(99, registry.endpointsFor('m').map((s) => s.candidate(0)))[0].id;
+      for (let i = 0; i < 3; i++) {
+        const a = admission.admit('m', affinity(99));
+        if (a instanceof Waiter || !a.ok) throw new Error('expected a lease');
+        expect([a.lease.state.id, a.lease.reason]).toEqual([home, { policy: 'prefix-affinity', rank: 0, deflectedFrom: [], cap: expect.any(Number), blocks: 3 }]);
+        a.lease.state.release('success');
+      }
+    });
+
+    it('passes over the home replica once it carries more than its share, naming it', () => {
+      const { admission, registry } = setup(roomy, many(4));
+      const order = rendezvousOrder(5, registry.endpointsFor('m').map((s) => s.candidate(0))).map((c) => c.id);
+      // Requests in flight stay on the home replica until it reaches the cap ⌈1.25 × (total + 1) / 4⌉.
+      const leases = Array.from({ length: 3 }, () => admission.admit('m', affinity(5)));
+      const ids = leases.map((a) => (a instanceof Waiter || !a.ok ? '' : a.lease.state.id));
+      expect(ids[0]).toBe(order[0]);
+      expect(ids[1]).toBe(order[1]);
+      const last = leases[2];
+      if (last instanceof Waiter || !last.ok) throw new Error('expected a lease');
+      expect(last.lease.reason).toMatchObject({ policy: 'prefix-affinity', deflectedFrom: expect.arrayContaining([order[0]]) });
+    });
+
+    it('ranks a saturated home replica first and shows it as passed over, rather than ordering only the rest', () => {
+      const { admission, registry, clock } = setup(roomy, many(4));
+      const order = rendezvousOrder(5, registry.endpointsFor('m').map((s) => s.candidate(0))).map((c) => c.id);
+      const home = registry.get(order[0]);
+      if (!home) throw new Error('missing');
+      home.lastScrape = { load: { running: 1, waiting: 10 }, at: clock.now(), inFlight: 0 };
+      const a = admission.admit('m', affinity(5));
+      if (a instanceof Waiter || !a.ok) throw new Error('expected a lease');
+      expect([a.lease.state.id, a.lease.reason]).toEqual([order[1], { policy: 'prefix-affinity', rank: 1, deflectedFrom: [order[0]], cap: expect.any(Number), blocks: 3 }]);
+    });
+
+    it('falls back to the load scorers for a prefix-affinity request with no prompt to key on', () => {
+      const { admission } = setup(roomy, many(2));
+      const a = admission.admit('m', { policy: 'prefix-affinity' });
+      expect(a instanceof Waiter || !a.ok ? undefined : a.lease.reason).toEqual({ policy: 'least-load', fallback: 'no-prefix' });
+    });
+
+    it('goes round the replicas in turn for round-robin', () => {
+      const { admission } = setup(roomy, many(3));
+      const ids = Array.from({ length: 6 }, () => leaseOf(admission.admit('m', ROUND_ROBIN)));
+      expect(ids.slice(0, 3).sort()).toEqual(['r0', 'r1', 'r2']);
+      expect(ids.slice(3)).toEqual(ids.slice(0, 3));
+    });
+
+    it('keeps the request\'s policy while it waits in the queue', () => {
+      const { admission, registry } = setup({}, many(2));
+      leaseOf(admission.admit('m'));
+      leaseOf(admission.admit('m'));
+      const w = admission.admit('m', affinity(5));
+      expect(w).toBeInstanceOf(Waiter);
+      registry.get('r1')?.release('success');
+      admission.wake('m');
+      return (w as Waiter).promise.then((a) => expect(a.ok && a.lease.reason.policy).toBe('prefix-affinity'));
+    });
   });
 });

@@ -1,5 +1,15 @@
-import type { Clock } from '@llmgw/domain';
-import { admit, isSaturated, retryAfterSeconds, type Candidate, type EndpointPicker, type SaturationThresholds } from '@llmgw/routing';
+import type { Clock, RoutingPolicyName } from '@llmgw/domain';
+import {
+  admit,
+  chooseByAffinity,
+  isSaturated,
+  retryAfterSeconds,
+  RoundRobin,
+  type Candidate,
+  type EndpointPicker,
+  type PrefixKey,
+  type SaturationThresholds,
+} from '@llmgw/routing';
 import type { EndpointRegistry } from '../endpoints/endpoint.registry';
 import type { EndpointState, RoutedCandidate } from '../endpoints/endpoint.state';
 
@@ -16,11 +26,37 @@ export interface AdmissionOptions {
   readonly pollMs?: number;
 }
 
+/** How to choose an endpoint for one request (libs/routing policies). */
+export interface RouteHow {
+  readonly policy: RoutingPolicyName;
+  /** prefix-affinity: the request's prefix key; absent = no prompt to key on (least-load). */
+  readonly key?: PrefixKey;
+  /** prefix-affinity: the load guard's ε. */
+  readonly epsilon?: number;
+}
+
+/** Least-load for every request that says nothing else. */
+export const LEAST_LOAD: RouteHow = Object.freeze({ policy: 'least-load' });
+/** Round-robin, for every request of a round-robin model. */
+export const ROUND_ROBIN: RouteHow = Object.freeze({ policy: 'round-robin' });
+
+/**
+ * Why an endpoint was chosen, for metrics and the debug header. `prefix-affinity` with `rank` 0
+ * is a hit (the prefix's home replica); a higher rank is a miss after `deflectedFrom` were
+ * passed over by the guard. `fallback` says why a prefix-affinity request was chosen by load:
+ * no prompt to key on, or every replica saturated.
+ */
+export type ChoiceReason =
+  | { readonly policy: 'least-load' | 'round-robin' | 'only-candidate' }
+  | { readonly policy: 'prefix-affinity'; readonly rank: number; readonly deflectedFrom: readonly string[]; readonly cap: number; readonly blocks: number }
+  | { readonly policy: 'least-load'; readonly fallback: 'no-prefix' | 'all-saturated' };
+
 /** A request admitted and sent to an endpoint: the endpoint is already acquired. */
 export interface Lease {
   readonly state: EndpointState;
   /** Time spent queued, ms (0 when routed at once). */
   readonly queuedMs: number;
+  readonly reason: ChoiceReason;
 }
 
 /** Why a request is refused, with the seconds the client should wait before trying again. */
@@ -36,7 +72,7 @@ export type Admission = { readonly ok: true; readonly lease: Lease } | { readonl
 export interface AdmissionHooks {
   queued?(model: string, waitedSeconds: number, outcome: 'admitted' | 'timeout' | 'cancelled' | 'refused'): void;
   refused?(model: string, kind: Refusal['kind']): void;
-  chose?(model: string, state: EndpointState): void;
+  chose?(model: string, state: EndpointState, reason: ChoiceReason): void;
 }
 
 /** A request waiting in a model's queue. `cancel()` (client gone) drops it without an answer. */
@@ -50,6 +86,7 @@ export class Waiter {
     readonly model: string,
     readonly enqueuedAt: number,
     private readonly onCancel: (w: Waiter) => void,
+    readonly how: RouteHow = LEAST_LOAD,
   ) {
     this.promise = new Promise<Admission>((resolve) => (this.resolve = resolve));
   }
@@ -91,6 +128,7 @@ class ModelQueue {
  */
 export class AdmissionService {
   private readonly queues = new Map<string, ModelQueue>();
+  private readonly roundRobins = new Map<string, RoundRobin>();
   private waiting = 0;
   private poller: NodeJS.Timeout | undefined;
 
@@ -104,23 +142,23 @@ export class AdmissionService {
     registry.onSnapshot(() => this.wakeAll());
   }
 
-  /** Admits a request for canonical `model`: a decision now, or a Waiter whose promise decides later. */
-  admit(model: string): Admission | Waiter {
+  /** Admits a request for canonical `model`, chosen as `how` says: a decision now, or a Waiter whose promise decides later. */
+  admit(model: string, how: RouteHow = LEAST_LOAD): Admission | Waiter {
     const now = this.clock.now();
     const states = this.registry.endpointsFor(model);
     if (states.length === 0) return this.refuse(model, 'no_endpoints', `no endpoint serves model '${model}' right now`);
     const queue = this.queues.get(model);
     if (queue !== undefined && queue.live > 0) {
       // Never overtake a queued request; but if room has appeared, the queue moves now.
-      const queued = this.enqueue(model, queue, now);
+      const queued = this.enqueue(model, queue, now, how);
       this.wake(model);
       return queued;
     }
     const candidates = states.map((s) => s.candidate(now));
     const eligible = this.picker.eligible({ model }, candidates);
     const decision = admit(eligible, this.options.thresholds, 0, this.options.queueBound);
-    if (decision.action === 'route') return { ok: true, lease: { state: this.choose(model, decision.candidates, now), queuedMs: 0 } };
-    if (decision.action === 'queue') return this.enqueue(model, queue, now);
+    if (decision.action === 'route') return { ok: true, lease: { ...this.choose(model, decision.candidates, now, how, eligible), queuedMs: 0 } };
+    if (decision.action === 'queue') return this.enqueue(model, queue, now, how);
     if (decision.reason === 'queue-full') return this.refuse(model, 'queue_full', `every endpoint for model '${model}' is saturated and queueing is off`);
     return this.refuse(model, 'no_endpoints', `no available endpoint for model '${model}' (all are failing or draining)`);
   }
@@ -136,7 +174,7 @@ export class AdmissionService {
     const eligible = this.picker.eligible({ model }, candidates);
     if (eligible.length === 0) return undefined;
     const open = eligible.filter((c) => !isSaturated(c, this.options.thresholds));
-    return this.choose(model, open.length > 0 ? open : eligible, now);
+    return this.choose(model, open.length > 0 ? open : eligible, now, LEAST_LOAD).state;
   }
 
   /** An endpoint of `model` finished a request (or changed load): queued requests may proceed. */
@@ -155,8 +193,8 @@ export class AdmissionService {
         this.settle(queue, w, { ok: false, refusal }, 'refused');
         continue;
       }
-      const state = this.choose(model, decision.candidates, now);
-      this.settle(queue, w, { ok: true, lease: { state, queuedMs: now - w.enqueuedAt } }, 'admitted');
+      const chosen = this.choose(model, decision.candidates, now, w.how, eligible);
+      this.settle(queue, w, { ok: true, lease: { ...chosen, queuedMs: now - w.enqueuedAt } }, 'admitted');
     }
   }
 
@@ -193,28 +231,61 @@ export class AdmissionService {
     this.stopPolling();
   }
 
-  private choose(model: string, candidates: readonly Candidate[], now: number): EndpointState {
-    let chosen: RoutedCandidate;
-    if (candidates.length === 1) {
+  /**
+   * Picks among non-empty `candidates` as `how` says and acquires the endpoint: prefix affinity
+   * with its load guard (libs/routing chooseByAffinity), round-robin, or the weighted scorers
+   * (least-load, and prefix-affinity's fallback when there is no key or every replica is saturated).
+   * Prefix affinity orders `eligible` (saturated replicas included, so a prefix's home keeps its
+   * rank and a saturated one shows as passed over); its guard skips the saturated ones.
+   */
+  private choose(
+    model: string,
+    candidates: readonly Candidate[],
+    now: number,
+    how: RouteHow,
+    eligible: readonly Candidate[] = candidates,
+  ): { state: EndpointState; reason: ChoiceReason } {
+    let chosen: RoutedCandidate | undefined;
+    let reason: ChoiceReason | undefined;
+    if (how.policy === 'prefix-affinity' && how.key !== undefined) {
+      const thresholds = this.options.thresholds;
+      const a = chooseByAffinity(how.key.hash, eligible as readonly RoutedCandidate[], how.epsilon ?? 0, (c) => isSaturated(c, thresholds));
+      if (a !== undefined) {
+        chosen = a.chosen;
+        reason = { policy: 'prefix-affinity', rank: a.rank, deflectedFrom: a.deflectedFrom, cap: a.cap, blocks: how.key.blocks };
+      } else {
+        reason = { policy: 'least-load', fallback: 'all-saturated' };
+      }
+    } else if (how.policy === 'round-robin') {
+      let rr = this.roundRobins.get(model);
+      if (rr === undefined) this.roundRobins.set(model, (rr = new RoundRobin()));
+      chosen = rr.choose(candidates as readonly RoutedCandidate[]);
+      reason = { policy: 'round-robin' };
+    } else if (how.policy === 'prefix-affinity') {
+      reason = { policy: 'least-load', fallback: 'no-prefix' };
+    }
+    if (chosen === undefined && candidates.length === 1) {
       chosen = candidates[0] as RoutedCandidate;
-    } else {
+      reason ??= { policy: 'only-candidate' };
+    } else if (chosen === undefined) {
       const result = this.picker.choose(candidates);
       if (!result.ok) throw new Error('picker refused a non-empty candidate list');
       chosen = result.chosen as RoutedCandidate;
       const i = result.eligible.indexOf(chosen);
       chosen.state.lastScores = result.scores[i].byScorer;
+      reason ??= { policy: 'least-load' };
     }
     chosen.state.acquire(now);
-    this.hooks.chose?.(model, chosen.state);
-    return chosen.state;
+    this.hooks.chose?.(model, chosen.state, reason as ChoiceReason);
+    return { state: chosen.state, reason: reason as ChoiceReason };
   }
 
-  private enqueue(model: string, existing: ModelQueue | undefined, now: number): Admission | Waiter {
+  private enqueue(model: string, existing: ModelQueue | undefined, now: number, how: RouteHow): Admission | Waiter {
     const queue = existing ?? this.queueFor(model);
     if (queue.live >= this.options.queueBound) {
       return this.refuse(model, 'queue_full', `too many requests waiting for model '${model}' (${queue.live} queued)`);
     }
-    const waiter = new Waiter(model, now, (w) => this.settle(queue, w, undefined, 'cancelled'));
+    const waiter = new Waiter(model, now, (w) => this.settle(queue, w, undefined, 'cancelled'), how);
     waiter.timer = setTimeout(() => {
       const refusal = this.refusal(model, 'queue_timeout', `no endpoint for model '${model}' became free within ${this.options.queueDeadlineMs} ms`);
       this.settle(queue, waiter, { ok: false, refusal }, 'timeout');

@@ -104,4 +104,10 @@ describe('routerConfigSchema', () => {
     expect(loadConfig(routerConfigSchema, { LLMGW_ROUTER_HOLD_UNTIL_CONTENT: '0' }).proxy.holdUntilContentMs).toBe(0);
     expect(() => loadConfig(routerConfigSchema, { LLMGW_ROUTER_HOLD_UNTIL_CONTENT: '1m' })).toThrow(/LLMGW_ROUTER_HOLD_UNTIL_CONTENT.*at most 30000 ms/);
   });
+
+  it('keeps the debug header off unless asked for', () => {
+    expect(loadConfig(routerConfigSchema, {}).proxy.debugHeader).toBe(false);
+    expect(loadConfig(routerConfigSchema, { LLMGW_ROUTER_DEBUG_HEADER: 'true' }).proxy.debugHeader).toBe(true);
+    expect(() => loadConfig(routerConfigSchema, { LLMGW_ROUTER_DEBUG_HEADER: 'yes' })).toThrow(/LLMGW_ROUTER_DEBUG_HEADER/);
+  });
 });

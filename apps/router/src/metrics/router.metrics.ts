@@ -40,6 +40,12 @@ export class RouterMetrics {
   readonly breakerTransitions: Counter<'endpoint' | 'from' | 'to'>;
   /** Labels: model, endpoint. */
   readonly endpointChoices: FastCounter;
+  /** Labels: model, result (`hit`: the prefix's home replica; `miss`: any other, or chosen by load). */
+  readonly prefixAffinity: FastCounter;
+  /** Labels: model. Replicas the load guard passed over. */
+  readonly prefixDeflections: FastCounter;
+  /** Labels: model. Blocks in the prefix key of each keyed request. */
+  readonly prefixDepth: FastHistogram;
   readonly scrapeDuration: Histogram<'engine'>;
   readonly scrapeErrors: Counter<'endpoint' | 'reason'>;
   /** Labels: model. */
@@ -113,6 +119,25 @@ export class RouterMetrics {
       registers: registersList,
     });
     this.endpointChoices = new FastCounter('llmgw_router_endpoint_choices_total', 'Requests sent to each endpoint (retries included).', ['model', 'endpoint'], registers);
+    this.prefixAffinity = new FastCounter(
+      'llmgw_router_prefix_affinity_requests_total',
+      "Requests of prefix-affinity models by result: hit = sent to their prefix's home replica; miss = passed on by the load guard, or chosen by load (no prompt to key on, every replica saturated).",
+      ['model', 'result'],
+      registers,
+    );
+    this.prefixDeflections = new FastCounter(
+      'llmgw_router_prefix_affinity_deflections_total',
+      'Replicas the prefix-affinity load guard passed over (at or above the load cap, or saturated).',
+      ['model'],
+      registers,
+    );
+    this.prefixDepth = new FastHistogram(
+      'llmgw_router_prefix_affinity_depth_blocks',
+      'Blocks of the prompt hashed into the prefix key of each prefix-affinity request.',
+      ['model'],
+      [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024],
+      registers,
+    );
     this.scrapeDuration = new Histogram({
       name: 'llmgw_router_scrape_duration_seconds',
       help: 'Time to scrape one endpoint /metrics, successful or not, seconds.',

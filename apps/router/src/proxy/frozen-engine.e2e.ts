@@ -47,11 +47,15 @@ describe('an engine frozen with SIGSTOP', () => {
   it(
     'becomes suspect, then unavailable, as its scrapes go unanswered; requests go to the other replica; SIGCONT brings it back',
     async () => {
-      const { replicas, router, client } = await fleet({
-        LLMGW_ROUTER_SCRAPE_INTERVAL: '100ms',
-        LLMGW_ROUTER_SCRAPE_TIMEOUT: '200ms',
-        LLMGW_ROUTER_SCRAPE_UNAVAILABLE_AFTER: '3',
-      });
+      // Least-load: the scrape-health filter and scorer are under test, and "r0 chosen again" needs one prompt to reach either replica.
+      const { replicas, router, client } = await fleet(
+        {
+          LLMGW_ROUTER_SCRAPE_INTERVAL: '100ms',
+          LLMGW_ROUTER_SCRAPE_TIMEOUT: '200ms',
+          LLMGW_ROUTER_SCRAPE_UNAVAILABLE_AFTER: '3',
+        },
+        { routing: { policy: 'least-load' } },
+      );
       const r0 = () => router.core.endpoints.get('r0');
       expect(r0()?.scrapeHealth).toBe('ok');
 

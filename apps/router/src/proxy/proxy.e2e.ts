@@ -33,11 +33,11 @@ async function upstream(init: Parameters<typeof FakeUpstream.start>[0] = {}): Pr
   return u;
 }
 
-/** A router in static mode over `endpoints` (all serving model m1, alias m1-alias; m2 has none). */
-async function router(endpoints: { id: string; url: string }[], env: Record<string, string> = {}): Promise<RouterUnderTest> {
+/** A router in static mode over `endpoints` (all serving model m1, alias m1-alias; m2 has none); `m1` adds catalog fields to m1. */
+async function router(endpoints: { id: string; url: string }[], env: Record<string, string> = {}, m1: Record<string, unknown> = {}): Promise<RouterUnderTest> {
   const file = writeRouterConfig(dir, {
     models: [
-      { name: 'm1', aliases: ['m1-alias'], engine: 'vllm' },
+      { name: 'm1', aliases: ['m1-alias'], engine: 'vllm', ...m1 },
       { name: 'm2', engine: 'vllm' },
     ],
     endpoints: endpoints.map((e) => ({ id: e.id, model: 'm1', url: e.url })),
@@ -46,6 +46,13 @@ async function router(endpoints: { id: string; url: string }[], env: Record<stri
   cleanups.push(() => r.close());
   return r;
 }
+
+/**
+ * The load-aware choice itself (the least-load policy): identical requests spread by load. Under
+ * the default for chat (prefix-affinity, see prefix-affinity.e2e.ts) they would share one home
+ * replica until it carries more than its share.
+ */
+const LEAST_LOAD = { routing: { policy: 'least-load' } };
 
 const chat = (model = 'm1', extra: object = {}): object => ({ model, messages: [{ role: 'user', content: 'hi' }], ...extra });
 
@@ -78,6 +85,8 @@ describe('bytes through untouched', () => {
       const raw = await fetch(`${r.url}/v1/chat/completions`, { method: 'POST', body: JSON.stringify(chat('m1', { stream: true })) });
       expect(raw.status).toBe(200);
       expect(raw.headers.get('content-type')).toBe('text/event-stream; charset=utf-8');
+      // The debug header is opt-in (LLMGW_ROUTER_DEBUG_HEADER): replicas are not named to clients by default.
+      expect(raw.headers.get('x-llmgw-route')).toBeNull();
       expect(Buffer.from(await raw.arrayBuffer()).equals(recorded)).toBe(true);
 
       const client = new OpenAI({ baseURL: `${r.url}/v1`, apiKey: 'unused', maxRetries: 0 });
@@ -271,10 +280,14 @@ describe('load-aware choice', () => {
   it('sends at least 90 % of 200 requests away from an endpoint whose engine reports 20 waiting', async () => {
     const busy = await upstream({ metricsText: vllmMetrics('m1', { running: 8, waiting: 20 }) });
     const idle = await upstream({ metricsText: vllmMetrics('m1', { running: 8, waiting: 0 }) });
-    const r = await router([
-      { id: 'busy', url: busy.url },
-      { id: 'idle', url: idle.url },
-    ]);
+    const r = await router(
+      [
+        { id: 'busy', url: busy.url },
+        { id: 'idle', url: idle.url },
+      ],
+      {},
+      LEAST_LOAD,
+    );
     await waitFor(() => r.core.endpoints.get('busy')?.lastScrape && r.core.endpoints.get('idle')?.lastScrape, { message: 'both scraped' });
 
     let sent = 0;
@@ -297,10 +310,14 @@ describe('load-aware choice', () => {
     const b = await upstream();
     a.respond = a.hold;
     b.respond = b.hold;
-    const r = await router([
-      { id: 'a', url: a.url },
-      { id: 'b', url: b.url },
-    ]);
+    const r = await router(
+      [
+        { id: 'a', url: a.url },
+        { id: 'b', url: b.url },
+      ],
+      {},
+      LEAST_LOAD,
+    );
     await waitFor(() => r.core.endpoints.get('a')?.lastScrapeError && r.core.endpoints.get('b')?.lastScrapeError, { message: 'scrapes failed' });
 
     const pending: Promise<unknown>[] = [];
@@ -432,6 +449,7 @@ describe('circuit breaker and retries', () => {
       ],
       // The breaker alone: scrapes (which would take the dead endpoint out, see frozen-engine.e2e.ts) are kept out of it.
       { LLMGW_ROUTER_BREAKER_FAILURES: '2', LLMGW_ROUTER_BREAKER_COOLDOWN: '2s', LLMGW_ROUTER_SCRAPE_INTERVAL: '1h', LLMGW_ROUTER_SCORERS: 'queue=3,kv-cache=2,running=1,in-flight=1' },
+      LEAST_LOAD,
     );
     const connectErrors = async (): Promise<number> => sampleValue(await metricsText(r), 'llmgw_router_upstream_errors_total', { endpoint: 'dead', kind: 'connect' }) ?? 0;
     await waitFor(

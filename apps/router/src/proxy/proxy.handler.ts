@@ -2,7 +2,8 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { ApiEndpoint, Clock } from '@llmgw/domain';
 import type { Logger } from 'pino';
-import { Waiter, type Admission, type AdmissionService } from '../admission/admission.service';
+import { policyFor, prefixAffinityParams, requestPrefixKey } from '@llmgw/routing';
+import { LEAST_LOAD, ROUND_ROBIN, Waiter, type Admission, type AdmissionService, type ChoiceReason, type RouteHow } from '../admission/admission.service';
 import { ENGINE_ERROR_BODY_LIMIT, engineErrorBody, sendError, sseErrorEvent, type ErrorHeaders, type RouterErrorKind } from '../api/openai-error.mapper';
 import type { ApiKeyAuthenticator } from '../auth/api-key.authenticator';
 import type { CatalogView } from '../endpoints/catalog.view';
@@ -38,6 +39,28 @@ export interface ProxyOptions {
    * byte; past it they are sent anyway. 0 = never hold.
    */
   readonly holdUntilContentMs: number;
+  /** Adds `x-llmgw-route` to proxied responses: the chosen replica and why (see routeHeader). Off by default. */
+  readonly debugHeader?: boolean;
+}
+
+/** The debug header's name. */
+export const ROUTE_HEADER = 'x-llmgw-route';
+
+/**
+ * The debug header's value: `replica=<id>; policy=<policy>` and, for prefix affinity, the
+ * replica's rank in the prefix's rendezvous order (0 = home), the key's depth in blocks, the
+ * load cap and the replicas the guard passed over; `fallback=` when a prefix-affinity request
+ * was chosen by load; `retry=<n>` when it is a retry's replica.
+ */
+export function routeHeader(replicaId: string, reason: ChoiceReason, retries: number): string {
+  let v = `replica=${replicaId}; policy=${reason.policy}`;
+  if (reason.policy === 'prefix-affinity') {
+    v += `; rank=${reason.rank}; blocks=${reason.blocks}; cap=${reason.cap}`;
+    if (reason.deflectedFrom.length > 0) v += `; deflected=${reason.deflectedFrom.join(',')}`;
+  } else if ('fallback' in reason) {
+    v += `; fallback=${reason.fallback}`;
+  }
+  return retries > 0 ? `${v}; retry=${retries}` : v;
 }
 
 type RouteName = ApiEndpoint | 'models';
@@ -139,6 +162,8 @@ class Exchange {
   /** Request header lines forwarded to the engine, ending with Content-Length and the blank line. */
   headerBlock: string | undefined;
   queuedMs = 0;
+  /** Why the first endpoint was chosen (for the debug header). */
+  reason: ChoiceReason | undefined;
   attempts = 0;
   first: EndpointState | undefined;
   tried: Set<EndpointState> | undefined;
@@ -354,13 +379,28 @@ export class ProxyHandler {
     }
     ex.timeouts = this.timeoutsOf(model);
     ex.body = body;
-    const admission = this.admission.admit(model.name);
+    const admission = this.admission.admit(model.name, this.routeHow(model, ex.route, body));
     if (admission instanceof Waiter) {
       ex.waiter = admission;
       void admission.promise.then((a) => this.step(ex, () => this.onAdmission(ex, a)));
       return;
     }
     this.onAdmission(ex, admission);
+  }
+
+  /**
+   * How admission should choose for this request: the model's policy for the route, and for
+   * prefix affinity the prompt's prefix key. The body is parsed only then (the scanner has
+   * already checked it is JSON within the depth limit) and only its leading blocks are rendered
+   * and hashed (libs/routing requestPrefixKey).
+   */
+  private routeHow(model: ModelView, route: RouteName, body: Buffer): RouteHow {
+    if (route === 'models') return LEAST_LOAD;
+    const policy = policyFor(model.routing, route);
+    if (policy !== 'prefix-affinity' || route === 'embeddings') return policy === 'round-robin' ? ROUND_ROBIN : LEAST_LOAD;
+    const params = prefixAffinityParams(model.routing);
+    const key = requestPrefixKey(JSON.parse(body.toString('utf8')) as unknown, route, params);
+    return key === undefined ? { policy } : { policy, key, epsilon: params.epsilon };
   }
 
   /** A model's deadlines: its own where the catalog sets them, else the router's; one object per catalog model. */
@@ -381,7 +421,8 @@ export class ProxyHandler {
       this.fail(ex, r.kind, r.message, null, { 'retry-after': r.retryAfterSeconds });
       return;
     }
-    const { state, queuedMs } = admission.lease;
+    const { state, queuedMs, reason } = admission.lease;
+    ex.reason = reason;
     if (ex.clientGone) {
       state.release('abandoned');
       this.admission.wake(state.endpoint.model);
@@ -479,6 +520,7 @@ export class ProxyHandler {
   private respond(at: Attempt, status: number, headers: string[]): void {
     at.responded = true;
     this.metrics.timeToFirstByte.observe([at.ex.model], (performance.now() - at.ex.start) / 1000);
+    if (this.options.debugHeader === true && at.ex.reason !== undefined) headers.push(ROUTE_HEADER, routeHeader(at.state.id, at.ex.reason, at.ex.attempts - 1));
     at.ex.res.writeHead(status, headers);
   }
 

@@ -47,7 +47,9 @@ describe('uniform load over equal replicas', () => {
       const args = ['--engine', 'vllm', '--served-model-name', 'm1', '--decode-tps', '50', '--output-tokens', '10', '--output-jitter', '0', '--max-running', '8', '--batch-slowdown', '0'];
       const replicas = await Promise.all(Array.from({ length: REPLICAS }, (_, i) => startSimEngine([...args, '--seed', String(i)], `sim-engine-${i}`)));
       const file = writeRouterConfig(tempDir(), {
-        models: [{ name: 'm1', engine: 'vllm' }],
+        // The load-aware choice (least-load, #14 item 0) is under test; prefix affinity's guard
+        // allows up to ⌈1.25 × mean⌉ by design and has its own e2e (prefix-affinity.e2e.ts).
+        models: [{ name: 'm1', engine: 'vllm', routing: { policy: 'least-load' } }],
         endpoints: replicas.map((r, i) => ({ id: `r${i}`, model: 'm1', url: r.url })),
       });
       router = await startRouter({ LLMGW_ROUTER_CONFIG_FILE: file, LLMGW_ROUTER_SCRAPE_INTERVAL: '200ms' });
