@@ -4,7 +4,8 @@
 // over the direct path, then the maximum req/s of each (wrk, fixed connections), as ratios.
 // Targets: router adds p50 ≤ 0.3 ms and p99 ≤ 2 ms, and reaches ≥ half of nginx's req/s.
 // Usage: node tools/run.cjs tools/bench/router.bench.ts [--rate 1000] [--seconds 3] [--rounds 3]
-//        [--connections 64] [--upstream node|sim] [--no-write]
+//        [--connections 64] [--upstream node|sim] [--policy default|least-load|prefix-affinity|round-robin] [--no-write]
+// --policy sets the model's routing policy (default: none set, the router's default for chat, prefix-affinity).
 // Needs nginx and wrk on PATH (apt-get install -y nginx wrk). Load goes to 127.0.0.1 only and
 // every phase is bounded in count and time. Writes its section of docs/benchmarks.md unless --no-write.
 import { execFile } from 'node:child_process';
@@ -23,6 +24,7 @@ const { values: args } = parseArgs({
     rounds: { type: 'string', default: '5' },
     connections: { type: 'string', default: '64' },
     upstream: { type: 'string', default: 'node' },
+    policy: { type: 'string', default: 'default' },
     'no-write': { type: 'boolean', default: false },
   },
 });
@@ -38,6 +40,10 @@ for (const [name, v, max] of [['rate', RATE, 20_000], ['seconds', SECONDS, 60], 
   if (!Number.isInteger(v) || v < 1 || v > max) throw new Error(`--${name}: expected a whole number 1..${max}, got ${v}`);
 }
 if (args.upstream !== 'node' && args.upstream !== 'sim') throw new Error(`--upstream: expected node or sim, got ${args.upstream}`);
+const POLICIES = ['default', 'least-load', 'prefix-affinity', 'round-robin'];
+if (!POLICIES.includes(args.policy)) throw new Error(`--policy: expected one of ${POLICIES.join(', ')}, got ${args.policy}`);
+/** The model's routing in the router's config: none (the router's default, prefix-affinity for chat) or the policy asked for. */
+const ROUTING = args.policy === 'default' ? '' : `, routing: { policy: ${args.policy} }`;
 
 /** The instant engine: answers every POST with one small chat completion and GET /metrics with vLLM gauges. */
 const INSTANT_ENGINE = `
@@ -127,7 +133,7 @@ async function startEngine(): Promise<{ proc: SpawnedProcess; url: string; what:
 
 async function startRouter(dir: string, engineUrl: string): Promise<{ url: string; pid: number }> {
   const config = join(dir, 'router.yaml');
-  writeFileSync(config, `models:\n  - { name: bench, engine: vllm }\nendpoints:\n  - { id: engine, model: bench, url: "${engineUrl}" }\n`);
+  writeFileSync(config, `models:\n  - { name: bench, engine: vllm${ROUTING} }\nendpoints:\n  - { id: engine, model: bench, url: "${engineUrl}" }\n`);
   const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('LLMGW_')));
   const proc = await spawnProcess({
     ...runTsEntry('apps/router/src/main.ts'),
@@ -366,7 +372,7 @@ async function main(): Promise<void> {
         '',
         `Machine: ${machineLine(os.cpus(), os.totalmem())}; 1-minute load average ${loadBefore.toFixed(1)} before and ${loadAfter.toFixed(1)} after the run (the machine may be shared: a higher load means other work ran alongside).`,
         '',
-        `Engine: ${engine.what}. The same POST ${PATH} (${BODY.length}-byte body) goes straight to it, through llmgw-router (one process, static config, default settings: auth off, scraping on; it reads API requests with its own HTTP/1.1 front end and keeps pooled keep-alive connections to engines), through nginx 1.22 \`proxy_pass\` (\`worker_processes 1\`, upstream keepalive, proxy_buffering off), and — for scale — through a bare 20-line proxy on Node's http server and client (no routing, no metrics: what Node's own HTTP machinery costs). Latency: open loop at ${RATE} req/s, ${ROUNDS} rounds × ${SECONDS} s per path after a ${WARMUP_MS} ms warm-up, paths interleaved and rotated; p50 and p99 are the median over rounds of each round's percentile (one disturbed round does not decide); the load generator is the benchmark process. Maximum: \`wrk -t1 -c${CONNECTIONS} -d${SECONDS}s\`, median of ${ROUNDS} rounds. Added latency = the path's percentile minus the direct path's. Proxy CPU µs/req = CPU time (user + system, from /proc) of the proxy's processes during the wrk runs divided by the requests served — the cost that decides throughput on a machine of your own, less sensitive to other load than req/s.`,
+        `Engine: ${engine.what}. The same POST ${PATH} (${BODY.length}-byte body) goes straight to it, through llmgw-router (one process, static config, default settings: auth off, scraping on, routing policy ${args.policy === 'default' ? 'the default for chat (prefix-affinity)' : args.policy}; it reads API requests with its own HTTP/1.1 front end and keeps pooled keep-alive connections to engines), through nginx 1.22 \`proxy_pass\` (\`worker_processes 1\`, upstream keepalive, proxy_buffering off), and — for scale — through a bare 20-line proxy on Node's http server and client (no routing, no metrics: what Node's own HTTP machinery costs). Latency: open loop at ${RATE} req/s, ${ROUNDS} rounds × ${SECONDS} s per path after a ${WARMUP_MS} ms warm-up, paths interleaved and rotated; p50 and p99 are the median over rounds of each round's percentile (one disturbed round does not decide); the load generator is the benchmark process. Maximum: \`wrk -t1 -c${CONNECTIONS} -d${SECONDS}s\`, median of ${ROUNDS} rounds. Added latency = the path's percentile minus the direct path's. Proxy CPU µs/req = CPU time (user + system, from /proc) of the proxy's processes during the wrk runs divided by the requests served — the cost that decides throughput on a machine of your own, less sensitive to other load than req/s.`,
         '',
         table(rows),
         '',
