@@ -4,8 +4,10 @@
 // over the direct path, then the maximum req/s of each (wrk, fixed connections), as ratios.
 // Targets: router adds p50 ≤ 0.3 ms and p99 ≤ 2 ms, and reaches ≥ half of nginx's req/s.
 // Usage: node tools/run.cjs tools/bench/router.bench.ts [--rate 1000] [--seconds 3] [--rounds 3]
-//        [--connections 64] [--upstream node|sim] [--policy default|least-load|prefix-affinity|round-robin] [--no-write]
-// --policy sets the model's routing policy (default: none set, the router's default for chat, prefix-affinity).
+//        [--connections 64] [--upstream node|sim] [--policy default|least-load|prefix-affinity|round-robin]
+//        [--body-bytes 80] [--no-write]
+// --policy sets the model's routing policy (default: none set, the router's default for chat, prefix-affinity);
+// --body-bytes pads the chat message so the body has that many bytes (e.g. 102400 for a 100 KB chat body).
 // Needs nginx and wrk on PATH (apt-get install -y nginx wrk). Load goes to 127.0.0.1 only and
 // every phase is bounded in count and time. Writes its section of docs/benchmarks.md unless --no-write.
 import { execFile } from 'node:child_process';
@@ -25,6 +27,7 @@ const { values: args } = parseArgs({
     connections: { type: 'string', default: '64' },
     upstream: { type: 'string', default: 'node' },
     policy: { type: 'string', default: 'default' },
+    'body-bytes': { type: 'string', default: '80' },
     'no-write': { type: 'boolean', default: false },
   },
 });
@@ -33,7 +36,13 @@ const SECONDS = Number(args.seconds);
 const ROUNDS = Number(args.rounds);
 const CONNECTIONS = Number(args.connections);
 const WARMUP_MS = 500;
-const BODY = Buffer.from('{"model":"bench","messages":[{"role":"user","content":"Say hi"}],"max_tokens":1}');
+const SMALL_BODY = '{"model":"bench","messages":[{"role":"user","content":"Say hi"}],"max_tokens":1}';
+const BODY_BYTES = Number(args['body-bytes']);
+if (!Number.isInteger(BODY_BYTES) || BODY_BYTES < SMALL_BODY.length || BODY_BYTES > 16 * 1024 * 1024) {
+  throw new Error(`--body-bytes: expected a whole number ${SMALL_BODY.length}..${16 * 1024 * 1024}, got ${args['body-bytes']}`);
+}
+/** The request body: the 80-byte chat request, its message padded with words to --body-bytes. */
+const BODY = Buffer.from(SMALL_BODY.replace('Say hi', `Say hi${' lorem'.repeat(Math.ceil((BODY_BYTES - SMALL_BODY.length) / 6)).slice(0, BODY_BYTES - SMALL_BODY.length)}`));
 const PATH = '/v1/chat/completions';
 
 for (const [name, v, max] of [['rate', RATE, 20_000], ['seconds', SECONDS, 60], ['rounds', ROUNDS, 10], ['connections', CONNECTIONS, 1_024]] as const) {
