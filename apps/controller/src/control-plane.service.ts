@@ -24,6 +24,7 @@ import type { ReplicaEntry } from './replicas/replica.entry';
 import { ReplicaRegistry } from './replicas/replica.registry';
 import { StatePersister } from './store/state.persister';
 import { UsageTracker } from './usage/usage.tracker';
+import { KeySetReader } from './publishing/key-set.reader';
 
 /** What the control plane is built from. */
 export interface ControlPlaneOptions {
@@ -56,6 +57,8 @@ export class ControlPlane implements AgentStreamHandler {
   readonly publisher: EndpointPublisher;
   readonly usage: UsageTracker;
   readonly catalog: CatalogReloader;
+  /** The API keys routers accept, from the store. */
+  readonly keys: KeySetReader;
   readonly leadership: LeadershipService;
   readonly reconciler: Reconciler;
   private readonly persister: StatePersister;
@@ -94,6 +97,7 @@ export class ControlPlane implements AgentStreamHandler {
     this.sessions = new AgentSessions(logger.child({ context: 'AgentSessions' }));
     this.usage = new UsageTracker(this.replicas);
     this.catalog = new CatalogReloader(store.catalog, logger.child({ context: 'CatalogReloader' }));
+    this.keys = new KeySetReader(store.apiKeys);
 
     this.leadership = new LeadershipService(
       config.lease,
@@ -117,7 +121,7 @@ export class ControlPlane implements AgentStreamHandler {
       commandsSent: () => this.sessions.sent,
     });
     this.publisher = new EndpointPublisher(
-      { nodes: () => this.nodes.snapshot(), replicas: () => this.replicas.values(), catalog: () => this.catalog.current() },
+      { nodes: () => this.nodes.snapshot(), replicas: () => this.replicas.values(), catalog: () => this.catalog.current(), keys: () => this.keys.current() },
       logger.child({ context: 'EndpointPublisher' }),
       (seconds) => metrics.observePublish(seconds),
     );
@@ -548,6 +552,8 @@ export class ControlPlane implements AgentStreamHandler {
         await this.refreshStandby();
       }
       await this.catalog.poll();
+      // Keys created or revoked through the catalog API reach routers with the next snapshot.
+      if (leader) await this.keys.poll();
       // Routers that reach a standby report their use to it, and it writes that to the store:
       // the leader reads it back now and then, so idleness is judged on every router's reports.
       if (leader && this.phaseValue === 'active' && ++this.ticks % USAGE_READ_EVERY_TICKS === 0) {

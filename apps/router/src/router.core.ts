@@ -56,6 +56,9 @@ export class RouterCore {
   private readonly seed: RoutingSnapshot | undefined;
   private readonly logger: Logger;
   private started = false;
+  private readonly auth: ApiKeyAuthenticator;
+  /** Routers watching the controller, as its last snapshot said (each router's share of a limit without Redis). */
+  private fleetRouters = 1;
 
   constructor(deps: RouterCoreDeps) {
     const { config } = deps;
@@ -64,7 +67,9 @@ export class RouterCore {
     this.logger = deps.logger.child({ context: 'RouterCore' });
     this.routerId = config.routerId ?? `${hostname()}-${process.pid}`;
     this.seed = config.configFile !== undefined ? loadStaticConfig(config.configFile) : undefined;
-    const auth = config.apiKeysFile !== undefined ? new ApiKeyAuthenticator(loadApiKeysFile(config.apiKeysFile)) : undefined;
+    // Keys from the static file, and those the controller manages once it sends any.
+    const auth = new ApiKeyAuthenticator(config.apiKeysFile !== undefined ? loadApiKeysFile(config.apiKeysFile) : [], clock);
+    this.auth = auth;
 
     this.metrics = new RouterMetrics(deps.registry);
     const breakerLog = deps.logger.child({ context: 'CircuitBreaker' });
@@ -144,6 +149,10 @@ export class RouterCore {
           invalid: () => this.metrics.watchSnapshots.inc({ result: 'invalid' }),
           reconnect: () => this.metrics.watchReconnects.inc(),
           notLeader: () => this.metrics.watchNotLeader.inc(),
+          tenancy: (keys, routers) => {
+            if (keys !== undefined) auth.replaceManaged(keys);
+            this.fleetRouters = routers;
+          },
         },
       );
       this.watch = watch;

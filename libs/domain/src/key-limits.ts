@@ -15,3 +15,14 @@ export interface KeyLimits {
 
 /** The largest value any limit may take: far above any real fleet, well inside exact doubles. */
 export const MAX_KEY_LIMIT = 1_000_000_000;
+
+/** An API key as the controller publishes it to routers: the SHA-256 (hex) of its secret, never the secret. */
+export interface ManagedKey {
+  readonly name: string;
+  readonly secretHash: string;
+  /** Model names, aliases or `prefix*` patterns it may use; `*` is every model. */
+  readonly models: readonly string[];
+  readonly limits: KeyLimits;
+  /** When it stops being accepted (ms since the epoch); absent: never. */
+  readonly expiresAt?: number;
+}

@@ -35,11 +35,26 @@ const model = fc.record(
   },
   { requiredKeys: ['name', 'aliases', 'engine', 'endpoints'] },
 );
-const snapshot = fc.record({
-  revision: fc.oneof(fc.constant(0), fc.nat(), fc.integer({ min: 2 ** 31, max: Number.MAX_SAFE_INTEGER })),
-  endpoints: fc.array(endpoint, { maxLength: 30 }),
-  catalog: fc.record({ revision: fc.nat(), models: fc.array(model, { maxLength: 10 }) }),
-});
+const key = fc.record(
+  {
+    name: fc.string({ maxLength: 20 }),
+    secretHash: fc.stringMatching(/^[0-9a-f]{64}$/),
+    models: fc.array(fc.string({ maxLength: 12 }), { maxLength: 3 }),
+    limits: fc.record({ requestsPerMinute: fc.integer({ min: 1, max: 1e9 }), tokensPerMinute: fc.integer({ min: 1, max: 1e9 }), concurrentRequests: fc.integer({ min: 1, max: 1e9 }), tokensPerDay: fc.integer({ min: 1, max: 1e9 }) }, { requiredKeys: [] }),
+    expiresAt: fc.integer({ min: 1, max: 2 ** 45 }),
+  },
+  { requiredKeys: ['name', 'secretHash', 'models', 'limits'] },
+);
+const snapshot = fc.record(
+  {
+    revision: fc.oneof(fc.constant(0), fc.nat(), fc.integer({ min: 2 ** 31, max: Number.MAX_SAFE_INTEGER })),
+    endpoints: fc.array(endpoint, { maxLength: 30 }),
+    catalog: fc.record({ revision: fc.nat(), models: fc.array(model, { maxLength: 10 }) }),
+    keys: fc.record({ keys: fc.array(key, { maxLength: 5 }) }),
+    routers: fc.nat({ max: 100_000 }),
+  },
+  { requiredKeys: ['revision', 'endpoints', 'catalog'] },
+);
 
 describe('encodeWatchResponse', () => {
   it('writes exactly the bytes of the generated encoder, and decodes back', () => {

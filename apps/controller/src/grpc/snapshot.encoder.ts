@@ -1,7 +1,7 @@
 import { deflateRawSync } from 'node:zlib';
 import type { Endpoint } from '@llmgw/domain';
 import * as pb from '@llmgw/proto';
-import type { CatalogView, EndpointSnapshot } from '../publishing/endpoint-sink.port';
+import type { CatalogView, EndpointSnapshot, KeySetView } from '../publishing/endpoint-sink.port';
 import { apiEndpointToProto, engineToProto, routingToProto } from './proto.mapper';
 
 /** Domain endpoint → wire. */
@@ -37,11 +37,36 @@ export function catalogViewToProto(c: CatalogView): pb.CatalogView {
 
 /** Domain snapshot → wire. */
 export function snapshotToProto(s: EndpointSnapshot): pb.EndpointSnapshot {
-  return { revision: s.revision, endpoints: s.endpoints.map(endpointToProto), catalog: catalogViewToProto(s.catalog) };
+  return {
+    revision: s.revision,
+    endpoints: s.endpoints.map(endpointToProto),
+    catalog: catalogViewToProto(s.catalog),
+    ...(s.keys !== undefined && { keys: keySetToProto(s.keys) }),
+    ...(s.routers !== undefined && s.routers !== 0 && { routers: s.routers }),
+  };
+}
+
+/** Managed keys → wire: hashes, model lists and limits, never a secret (the controller holds none). */
+export function keySetToProto(set: KeySetView): pb.KeySet {
+  return {
+    keys: set.keys.map((k) => ({
+      name: k.name,
+      secretSha256: k.secretHash,
+      models: [...k.models],
+      limits: {
+        requestsPerMinute: k.limits.requestsPerMinute ?? 0,
+        tokensPerMinute: k.limits.tokensPerMinute ?? 0,
+        concurrentRequests: k.limits.concurrentRequests ?? 0,
+        tokensPerDay: k.limits.tokensPerDay ?? 0,
+      },
+      expiresAtUnixMs: k.expiresAt ?? 0,
+    })),
+  };
 }
 
 const endpointBytes = new WeakMap<Endpoint, Uint8Array>();
 const catalogBytes = new WeakMap<CatalogView, Uint8Array>();
+const keySetBytes = new WeakMap<KeySetView, Uint8Array>();
 const snapshotBytes = new WeakMap<EndpointSnapshot, Buffer>();
 
 /**
@@ -71,6 +96,17 @@ export function encodeWatchResponse(s: EndpointSnapshot): Buffer {
     catalogBytes.set(s.catalog, catalog);
   }
   inner += 1 + varintSize(catalog.length) + catalog.length;
+  let keys: Uint8Array | undefined;
+  if (s.keys !== undefined) {
+    keys = keySetBytes.get(s.keys);
+    if (!keys) {
+      keys = pb.KeySet.encode(keySetToProto(s.keys)).finish();
+      keySetBytes.set(s.keys, keys);
+    }
+    inner += 1 + varintSize(keys.length) + keys.length;
+  }
+  const routers = s.routers ?? 0;
+  if (routers !== 0) inner += 1 + varintSize(routers);
 
   const out = Buffer.allocUnsafe(1 + varintSize(inner) + inner);
   let pos = 0;
@@ -89,6 +125,17 @@ export function encodeWatchResponse(s: EndpointSnapshot): Buffer {
   out[pos++] = 0x1a; // EndpointSnapshot.catalog, length-delimited
   pos = writeVarint(out, pos, catalog.length);
   out.set(catalog, pos);
+  pos += catalog.length;
+  if (keys !== undefined) {
+    out[pos++] = 0x22; // EndpointSnapshot.keys, length-delimited
+    pos = writeVarint(out, pos, keys.length);
+    out.set(keys, pos);
+    pos += keys.length;
+  }
+  if (routers !== 0) {
+    out[pos++] = 0x28; // EndpointSnapshot.routers, varint
+    pos = writeVarint(out, pos, routers);
+  }
   snapshotBytes.set(s, out);
   return out;
 }

@@ -1,4 +1,4 @@
-import type { ApiEndpoint, Endpoint, EngineKind, MetricMapping, ModelRouting } from '@llmgw/domain';
+import type { ApiEndpoint, Endpoint, EngineKind, ManagedKey, MetricMapping, ModelRouting } from '@llmgw/domain';
 
 /** The part of one catalog model a router resolves requests with. */
 export interface ModelView {
@@ -34,6 +34,15 @@ export interface EndpointSnapshot {
   readonly revision: number;
   readonly endpoints: readonly Endpoint[];
   readonly catalog: CatalogView;
+  /** The API keys the controller manages (live ones only); absent while it manages none. */
+  readonly keys?: KeySetView;
+  /** Routers watching now (remote sinks), for each router's share of a limit without Redis. */
+  readonly routers?: number;
+}
+
+/** The managed keys, as one object that is replaced only when a key changes (identity = unchanged). */
+export interface KeySetView {
+  readonly keys: readonly ManagedKey[];
 }
 
 /**

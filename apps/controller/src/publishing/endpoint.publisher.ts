@@ -3,7 +3,7 @@ import type { Endpoint } from '@llmgw/domain';
 import type { Logger } from 'pino';
 import type { NodeEntry } from '../nodes/node.entry';
 import type { ReplicaEntry } from '../replicas/replica.entry';
-import type { CatalogView, EndpointSink, EndpointSnapshot } from './endpoint-sink.port';
+import type { CatalogView, EndpointSink, EndpointSnapshot, KeySetView } from './endpoint-sink.port';
 import { buildCatalogView, buildEndpoints, type EndpointMemo } from './snapshot.builder';
 
 /** What a snapshot is built from, read at publish time. */
@@ -11,6 +11,8 @@ export interface PublishSource {
   nodes(): ReadonlyMap<string, NodeEntry>;
   replicas(): Iterable<ReplicaEntry>;
   catalog(): { readonly catalog: Catalog; readonly revision: number } | undefined;
+  /** The managed API keys (the same object while none changed); undefined while none is managed. */
+  keys?(): KeySetView | undefined;
 }
 
 /**
@@ -47,6 +49,13 @@ export class EndpointPublisher {
   /** Number of attached sinks (watching routers and in-process ones). */
   get sinkCount(): number {
     return this.sinks.size;
+  }
+
+  /** Attached sinks that are remote routers (they can end their stream). */
+  private routerCount(): number {
+    let n = 0;
+    for (const sink of this.sinks) if (sink.leadershipLost !== undefined) n++;
+    return n;
   }
 
   /** Attaches a sink: it gets the current snapshot now (if any) and every later one. Returns the detach function. */
@@ -102,9 +111,12 @@ export class EndpointPublisher {
     }
     const previous = this.snapshot;
     const endpoints = canonical(buildEndpoints(this.source.nodes(), this.source.replicas(), current?.catalog, this.memo), this.published);
-    if (previous && previous.catalog === this.catalogView && sameEndpoints(previous.endpoints, endpoints)) return previous;
+    const keys = this.source.keys?.();
+    // Read at each refresh (every tick), not on each attach: routers joining at once make one revision.
+    const routers = this.routerCount();
+    if (previous && previous.catalog === this.catalogView && previous.keys === keys && previous.routers === routers && sameEndpoints(previous.endpoints, endpoints)) return previous;
     this.revision += 1;
-    const snapshot: EndpointSnapshot = Object.freeze({ revision: this.revision, endpoints, catalog: this.catalogView as CatalogView });
+    const snapshot: EndpointSnapshot = Object.freeze({ revision: this.revision, endpoints, catalog: this.catalogView as CatalogView, ...(keys !== undefined && { keys }), routers });
     this.published = new Map(endpoints.map((e) => [e.replicaId, e]));
     this.snapshot = snapshot;
     this.logger.debug({ revision: snapshot.revision, endpoints: endpoints.length, catalogRevision: this.catalogRevision }, 'endpoint snapshot');

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { keyAllowsModel } from '@llmgw/catalog';
-import type { Clock, KeyLimits } from '@llmgw/domain';
+import type { Clock, KeyLimits, ManagedKey } from '@llmgw/domain';
 import { parse as parseYaml } from 'yaml';
 
 /** One accepted API key and the name logs and metrics use for it (never the key itself). */
@@ -21,11 +21,6 @@ export interface RouterKey {
   readonly limits: KeyLimits;
   /** When it stops being accepted (ms since the epoch). */
   readonly expiresAt?: number;
-}
-
-/** A key the controller publishes: the SHA-256 (hex) of its secret, and what it may do. */
-export interface ManagedKey extends RouterKey {
-  readonly secretHash: string;
 }
 
 /** The outcome of checking an Authorization header. */

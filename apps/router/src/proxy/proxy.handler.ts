@@ -5,7 +5,7 @@ import type { Logger } from 'pino';
 import { policyFor, prefixAffinityParams, requestPrefixKey } from '@llmgw/routing';
 import { LEAST_LOAD, ROUND_ROBIN, Waiter, type Admission, type AdmissionService, type ChoiceReason, type RouteHow } from '../admission/admission.service';
 import { ENGINE_ERROR_BODY_LIMIT, engineErrorBody, sendError, sseErrorEvent, type ErrorHeaders, type RouterErrorKind } from '../api/openai-error.mapper';
-import type { ApiKeyAuthenticator } from '../auth/api-key.authenticator';
+import { keyAllows, type ApiKeyAuthenticator, type RouterKey } from '../auth/api-key.authenticator';
 import type { CatalogView } from '../endpoints/catalog.view';
 import type { EndpointRegistry } from '../endpoints/endpoint.registry';
 import type { EndpointState } from '../endpoints/endpoint.state';
@@ -156,6 +156,8 @@ class Attempt implements EngineResponseHandler {
 /** One client request, from arrival to the end of its response. */
 class Exchange {
   model = '';
+  /** The API key the request came with, when keys are checked. */
+  key: RouterKey | undefined;
   /** The model's deadlines (its catalog values, else the router's). */
   timeouts: EngineCallTimeouts | undefined;
   body: Buffer = EMPTY;
@@ -226,7 +228,7 @@ export class ProxyHandler {
   constructor(
     private readonly registry: EndpointRegistry,
     private readonly admission: AdmissionService,
-    private readonly auth: ApiKeyAuthenticator | undefined,
+    private readonly auth: ApiKeyAuthenticator,
     private readonly metrics: RouterMetrics,
     private readonly pool: EnginePool,
     private readonly clock: Clock,
@@ -239,7 +241,7 @@ export class ProxyHandler {
 
   /** False when API keys are on and `authorization` (the header's value) carries no valid one: such a request is refused with 401 unread. */
   authorizes(authorization: string | undefined): boolean {
-    return this.auth === undefined || this.auth.authenticate(authorization) !== undefined;
+    return !this.auth.enforcing || this.auth.check(authorization).ok;
   }
 
   /** Answers one request under `/v1`. Never throws; every path ends the response. */
@@ -254,9 +256,11 @@ export class ProxyHandler {
   private route(req: ApiRequest, res: ApiResponse): void {
     const start = performance.now();
     // 1. Authentication comes before anything else, even routing (and the fast front end reads no body it would refuse).
-    if (!this.authorizes(req.headers.authorization)) {
+    const check = this.auth.enforcing ? this.auth.check(req.headers.authorization) : undefined;
+    if (check !== undefined && !check.ok) {
       this.metrics.authFailures.inc();
-      const status = sendError(res, 'unauthorized', 'Missing or invalid API key: send "Authorization: Bearer <key>".', null, {
+      const message = check.reason === 'expired' ? 'The API key has expired.' : 'Missing or invalid API key: send "Authorization: Bearer <key>".';
+      const status = sendError(res, 'unauthorized', message, null, {
         'www-authenticate': 'Bearer',
       });
       this.count('', '', status, start);
@@ -268,7 +272,7 @@ export class ProxyHandler {
     const path = q < 0 ? url : url.slice(0, q);
     const route = ROUTES.get(path);
     if (route === undefined) {
-      if (path.startsWith('/v1/models/') && req.method === 'GET') return this.retrieveModel(res, safeDecode(path.slice(11)), start);
+      if (path.startsWith('/v1/models/') && req.method === 'GET') return this.retrieveModel(res, safeDecode(path.slice(11)), start, check?.ok ? check.key : undefined);
       this.count('', '', sendError(res, 'unknown_route', `Unknown request URL: ${req.method} ${path}.`), start);
       return;
     }
@@ -277,9 +281,10 @@ export class ProxyHandler {
       this.count(route.name, '', status, start);
       return;
     }
-    if (route.name === 'models') return this.listModels(res, start);
+    if (route.name === 'models') return this.listModels(res, start, check?.ok ? check.key : undefined);
     // 3. Read the body once, bounded.
     const ex = new Exchange(req, res, route.name, start);
+    if (check?.ok) ex.key = check.key;
     res.on('close', () => this.onClientClose(ex));
     const declared = req.headers['content-length'];
     if (declared !== undefined && Number(declared) > this.options.maxBodyBytes) {
@@ -362,7 +367,8 @@ export class ProxyHandler {
       return;
     }
     const model = this.registry.catalog.resolve(requested);
-    if (model === undefined) {
+    // A model the key may not use reads exactly as one that does not exist: no other tenant's models are named.
+    if (model === undefined || (ex.key !== undefined && !keyAllows(ex.key, requested, model.name))) {
       this.fail(ex, 'model_not_found', `The model \`${requested.slice(0, 256)}\` does not exist.`, 'model');
       return;
     }
@@ -454,7 +460,7 @@ export class ProxyHandler {
       const name = raw[i].toLowerCase();
       if (DROP_REQUEST.has(name)) continue;
       // The router's API key is the router's: never hand it to an engine.
-      if (name === 'authorization' && this.auth !== undefined) continue;
+      if (name === 'authorization' && this.auth.enforcing) continue;
       block += `${raw[i]}: ${raw[i + 1]}\r\n`;
     }
     return `${block}content-length: ${ex.body.length}\r\n\r\n`;
@@ -735,23 +741,25 @@ export class ProxyHandler {
     return id;
   }
 
-  private listModels(res: ApiResponse, start: number): void {
+  /** Lists the models the request's key may use (every model without a key list). */
+  private listModels(res: ApiResponse, start: number, key: RouterKey | undefined): void {
     const catalog = this.registry.catalog;
-    let body = this.modelLists.get(catalog);
+    const everything = key?.models === undefined || key.models.includes('*');
+    let body = everything ? this.modelLists.get(catalog) : undefined;
     if (body === undefined) {
       const created = Math.floor(this.clock.now() / 1000);
-      const data = catalog.listed.map((m) => ({ id: m.id, object: 'model', created, owned_by: 'llmgw', root: m.model }));
+      const data = catalog.listed.filter((m) => key === undefined || keyAllows(key, m.id, m.model)).map((m) => ({ id: m.id, object: 'model', created, owned_by: 'llmgw', root: m.model }));
       body = Buffer.from(JSON.stringify({ object: 'list', data }));
-      this.modelLists.set(catalog, body);
+      if (everything) this.modelLists.set(catalog, body);
     }
     res.writeHead(200, { 'content-type': 'application/json', 'content-length': body.length });
     res.end(body);
     this.count('models', '', 200, start);
   }
 
-  private retrieveModel(res: ApiResponse, id: string, start: number): void {
+  private retrieveModel(res: ApiResponse, id: string, start: number, key: RouterKey | undefined): void {
     const m = this.registry.catalog.resolve(id);
-    if (m === undefined) {
+    if (m === undefined || (key !== undefined && !keyAllows(key, id, m.name))) {
       this.count('models', '', sendError(res, 'model_not_found', `The model \`${id.slice(0, 256)}\` does not exist.`, 'model'), start);
       return;
     }

@@ -1,4 +1,4 @@
-import type { Clock, Rng } from '@llmgw/domain';
+import type { Clock, ManagedKey, Rng } from '@llmgw/domain';
 import type { ClientReadableStream } from '@grpc/grpc-js';
 import { LeaderFollower, type FollowOutcome } from '@llmgw/lease';
 import type { EndpointSnapshot, RouterServiceClient, WatchResponse } from '@llmgw/proto';
@@ -51,6 +51,8 @@ export interface ControllerWatchHooks {
   reconnect?(): void;
   /** A controller answered that it does not lead. */
   notLeader?(): void;
+  /** An applied snapshot's keys (undefined: the controller manages none) and its count of routers. */
+  tenancy?(keys: readonly ManagedKey[] | undefined, routers: number): void;
 }
 
 /**
@@ -179,7 +181,7 @@ export class ControllerWatch {
       }
       first = false;
       this.accepted();
-      const { snapshot, dropped, routingProblems } = snapshotFromProto(wire);
+      const { snapshot, dropped, routingProblems, keys, routers } = snapshotFromProto(wire);
       for (const problem of routingProblems ?? []) this.logger.warn({ problem }, "model routing not understood: the router's default policy applies");
       const result = this.registry.apply(snapshot, { resync });
       for (const d of [...dropped, ...result.skipped]) this.logger.warn({ replicaId: d.replicaId, reason: d.reason }, 'endpoint left out of the snapshot');
@@ -191,6 +193,7 @@ export class ControllerWatch {
       } else if (!result.applied) {
         this.logger.debug({ revision: snapshot.revision, current: this.registry.revision }, 'stale endpoint snapshot ignored');
       }
+      if (result.applied) this.hooks.tenancy?.(keys, routers ?? 1);
       this.hooks.snapshot?.(result, resync);
     });
     call.on('error', (error: Error & { code?: number; details?: string }) => end(error.details ?? error.message));

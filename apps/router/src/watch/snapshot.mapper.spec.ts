@@ -1,6 +1,6 @@
 import { ApiEndpoint, EngineKind, RoutingPolicy } from '@llmgw/proto';
 import { describe, expect, it } from 'vitest';
-import { routingFromProto, snapshotFromProto } from './snapshot.mapper';
+import { keysFromProto, routingFromProto, snapshotFromProto } from './snapshot.mapper';
 
 describe('snapshotFromProto', () => {
   it('converts the wire snapshot to domain types at the edge, leaving out engines it does not know', () => {
@@ -61,5 +61,24 @@ describe('snapshotFromProto', () => {
 
   it('reads a snapshot without a catalog as one with no models', () => {
     expect(snapshotFromProto({ revision: 1, endpoints: [] }).snapshot.models).toEqual([]);
+  });
+});
+
+describe('keysFromProto', () => {
+  it('keeps well-formed keys with their limits (0 = none) and expiry, and leaves out a key that could match nothing', () => {
+    const good = 'a'.repeat(64);
+    expect(
+      keysFromProto({
+        keys: [
+          { name: 'search', secretSha256: good, models: ['llama*'], limits: { requestsPerMinute: 120, tokensPerMinute: 0, concurrentRequests: 4, tokensPerDay: 0 }, expiresAtUnixMs: 1_900_000_000_000 },
+          { name: 'batch', secretSha256: 'b'.repeat(64), models: ['*'], limits: undefined, expiresAtUnixMs: 0 },
+          { name: 'bad-hash', secretSha256: 'not-hex', models: ['*'], limits: undefined, expiresAtUnixMs: 0 },
+          { name: '', secretSha256: 'c'.repeat(64), models: ['*'], limits: undefined, expiresAtUnixMs: 0 },
+        ],
+      }),
+    ).toEqual([
+      { name: 'search', secretHash: good, models: ['llama*'], limits: { requestsPerMinute: 120, concurrentRequests: 4 }, expiresAt: 1_900_000_000_000 },
+      { name: 'batch', secretHash: 'b'.repeat(64), models: ['*'], limits: {} },
+    ]);
   });
 });

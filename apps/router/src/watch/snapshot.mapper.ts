@@ -1,11 +1,12 @@
 import { inflateRawSync } from 'node:zlib';
-import type { ApiEndpoint, Endpoint, EngineKind, MetricMapping, ModelRouting, RoutingPolicyName } from '@llmgw/domain';
+import type { ApiEndpoint, Endpoint, EngineKind, ManagedKey, MetricMapping, ModelRouting, RoutingPolicyName } from '@llmgw/domain';
 import { parseRouting } from '@llmgw/catalog';
 import {
   ApiEndpoint as ProtoApiEndpoint,
   EndpointSnapshot,
   EngineKind as ProtoEngineKind,
   type CompressedSnapshot,
+  type KeySet,
   type MetricMapping as ProtoMetricMapping,
   type ModelRouting as ProtoModelRouting,
   RoutingPolicy as ProtoRoutingPolicy,
@@ -85,6 +86,30 @@ export interface MappedSnapshot {
   readonly dropped: readonly { readonly replicaId: string; readonly reason: string }[];
   /** Models whose routing this router could not take (they route by its default), and why. */
   readonly routingProblems?: readonly string[];
+  /** The keys the controller manages; absent when it manages none. */
+  readonly keys?: readonly ManagedKey[];
+  /** Routers watching the controller, when it said (absent: read as 1). */
+  readonly routers?: number;
+}
+
+const SHA256_HEX = /^[0-9a-f]{64}$/;
+
+/** Wire keys → what the authenticator holds; a key without a well-formed hash or name is left out (it could match nothing). */
+export function keysFromProto(set: KeySet): ManagedKey[] {
+  const keys: ManagedKey[] = [];
+  for (const k of set.keys) {
+    if (!SHA256_HEX.test(k.secretSha256) || k.name === '') continue;
+    const l = k.limits;
+    const limit = (v: number | undefined): number | undefined => (v !== undefined && v > 0 ? v : undefined);
+    const limits = {
+      ...(limit(l?.requestsPerMinute) !== undefined && { requestsPerMinute: l?.requestsPerMinute }),
+      ...(limit(l?.tokensPerMinute) !== undefined && { tokensPerMinute: l?.tokensPerMinute }),
+      ...(limit(l?.concurrentRequests) !== undefined && { concurrentRequests: l?.concurrentRequests }),
+      ...(limit(l?.tokensPerDay) !== undefined && { tokensPerDay: l?.tokensPerDay }),
+    };
+    keys.push({ name: k.name, secretHash: k.secretSha256, models: [...k.models], limits, ...(k.expiresAtUnixMs > 0 && { expiresAt: k.expiresAtUnixMs }) });
+  }
+  return keys;
 }
 
 /**
@@ -118,7 +143,13 @@ export function snapshotFromProto(s: EndpointSnapshot): MappedSnapshot {
       ...(routing !== undefined ? { routing } : {}),
     };
   });
-  return { snapshot: { revision: s.revision, endpoints, models }, dropped, ...(routingProblems.length > 0 ? { routingProblems } : {}) };
+  return {
+    snapshot: { revision: s.revision, endpoints, models },
+    dropped,
+    ...(routingProblems.length > 0 ? { routingProblems } : {}),
+    ...(s.keys !== undefined && { keys: keysFromProto(s.keys) }),
+    ...(s.routers !== undefined && s.routers > 0 && { routers: s.routers }),
+  };
 }
 
 /**

@@ -169,7 +169,47 @@ export interface CompressedSnapshot {
 export interface EndpointSnapshot {
   revision: number;
   endpoints: Endpoint[];
-  catalog?: CatalogView | undefined;
+  catalog?:
+    | CatalogView
+    | undefined;
+  /**
+   * The API keys the controller manages. Absent: it manages none, and a router checks only its
+   * static keys file. Present, even empty: routers accept exactly these keys (and their file's).
+   */
+  keys?:
+    | KeySet
+    | undefined;
+  /**
+   * Routers watching the controller that sent this: a router's share of each key limit while
+   * the shared limit store is unreachable is the limit divided by this (0 is read as 1).
+   */
+  routers?: number | undefined;
+}
+
+export interface KeySet {
+  keys: ApiKeyView[];
+}
+
+/** One API key as routers check it: never the secret. */
+export interface ApiKeyView {
+  name: string;
+  /** SHA-256 of the secret, lower-case hex. */
+  secretSha256: string;
+  /** Model names, aliases or `prefix*` patterns it may use; `*` is every model. */
+  models: string[];
+  limits?:
+    | KeyLimitsView
+    | undefined;
+  /** When it stops being accepted (ms since the Unix epoch); 0 = never. */
+  expiresAtUnixMs: number;
+}
+
+/** Each limit for the whole router fleet; 0 = no limit. */
+export interface KeyLimitsView {
+  requestsPerMinute: number;
+  tokensPerMinute: number;
+  concurrentRequests: number;
+  tokensPerDay: number;
 }
 
 /** A ready replica a router may send requests to. */
@@ -560,7 +600,7 @@ export const CompressedSnapshot: MessageFns<CompressedSnapshot> = {
 };
 
 function createBaseEndpointSnapshot(): EndpointSnapshot {
-  return { revision: 0, endpoints: [], catalog: undefined };
+  return { revision: 0, endpoints: [], catalog: undefined, keys: undefined, routers: undefined };
 }
 
 export const EndpointSnapshot: MessageFns<EndpointSnapshot> = {
@@ -573,6 +613,12 @@ export const EndpointSnapshot: MessageFns<EndpointSnapshot> = {
     }
     if (message.catalog !== undefined) {
       CatalogView.encode(message.catalog, writer.uint32(26).fork()).join();
+    }
+    if (message.keys !== undefined) {
+      KeySet.encode(message.keys, writer.uint32(34).fork()).join();
+    }
+    if (message.routers !== undefined) {
+      writer.uint32(40).uint32(message.routers);
     }
     return writer;
   },
@@ -614,6 +660,22 @@ export const EndpointSnapshot: MessageFns<EndpointSnapshot> = {
             message.catalog = CatalogView.decode(reader, reader.uint32());
             continue;
           }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.keys = KeySet.decode(reader, reader.uint32());
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.routers = reader.uint32();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -633,6 +695,8 @@ export const EndpointSnapshot: MessageFns<EndpointSnapshot> = {
         ? object.endpoints.map((e: any) => Endpoint.fromJSON(e))
         : [],
       catalog: isSet(object.catalog) ? CatalogView.fromJSON(object.catalog) : undefined,
+      keys: isSet(object.keys) ? KeySet.fromJSON(object.keys) : undefined,
+      routers: isSet(object.routers) ? globalThis.Number(object.routers) : undefined,
     };
   },
 
@@ -647,6 +711,12 @@ export const EndpointSnapshot: MessageFns<EndpointSnapshot> = {
     if (message.catalog !== undefined) {
       obj.catalog = CatalogView.toJSON(message.catalog);
     }
+    if (message.keys !== undefined) {
+      obj.keys = KeySet.toJSON(message.keys);
+    }
+    if (message.routers !== undefined) {
+      obj.routers = Math.round(message.routers);
+    }
     return obj;
   },
 
@@ -660,6 +730,351 @@ export const EndpointSnapshot: MessageFns<EndpointSnapshot> = {
     message.catalog = (object.catalog !== undefined && object.catalog !== null)
       ? CatalogView.fromPartial(object.catalog)
       : undefined;
+    message.keys = (object.keys !== undefined && object.keys !== null) ? KeySet.fromPartial(object.keys) : undefined;
+    message.routers = object.routers ?? undefined;
+    return message;
+  },
+};
+
+function createBaseKeySet(): KeySet {
+  return { keys: [] };
+}
+
+export const KeySet: MessageFns<KeySet> = {
+  encode(message: KeySet, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.keys) {
+      ApiKeyView.encode(v!, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): KeySet {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseKeySet();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.keys.push(ApiKeyView.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): KeySet {
+    return { keys: globalThis.Array.isArray(object?.keys) ? object.keys.map((e: any) => ApiKeyView.fromJSON(e)) : [] };
+  },
+
+  toJSON(message: KeySet): unknown {
+    const obj: any = {};
+    if (message.keys?.length) {
+      obj.keys = message.keys.map((e) => ApiKeyView.toJSON(e));
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<KeySet>, I>>(base?: I): KeySet {
+    return KeySet.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<KeySet>, I>>(object: I): KeySet {
+    const message = createBaseKeySet();
+    message.keys = object.keys?.map((e) => ApiKeyView.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseApiKeyView(): ApiKeyView {
+  return { name: "", secretSha256: "", models: [], limits: undefined, expiresAtUnixMs: 0 };
+}
+
+export const ApiKeyView: MessageFns<ApiKeyView> = {
+  encode(message: ApiKeyView, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.name !== "") {
+      writer.uint32(10).string(message.name);
+    }
+    if (message.secretSha256 !== "") {
+      writer.uint32(18).string(message.secretSha256);
+    }
+    for (const v of message.models) {
+      writer.uint32(26).string(v!);
+    }
+    if (message.limits !== undefined) {
+      KeyLimitsView.encode(message.limits, writer.uint32(34).fork()).join();
+    }
+    if (message.expiresAtUnixMs !== 0) {
+      writer.uint32(40).uint64(message.expiresAtUnixMs);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ApiKeyView {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseApiKeyView();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.secretSha256 = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.models.push(reader.string());
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.limits = KeyLimitsView.decode(reader, reader.uint32());
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.expiresAtUnixMs = longToNumber(reader.uint64());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ApiKeyView {
+    return {
+      name: isSet(object.name) ? globalThis.String(object.name) : "",
+      secretSha256: isSet(object.secretSha256)
+        ? globalThis.String(object.secretSha256)
+        : isSet(object.secret_sha256)
+        ? globalThis.String(object.secret_sha256)
+        : "",
+      models: globalThis.Array.isArray(object?.models) ? object.models.map((e: any) => globalThis.String(e)) : [],
+      limits: isSet(object.limits) ? KeyLimitsView.fromJSON(object.limits) : undefined,
+      expiresAtUnixMs: isSet(object.expiresAtUnixMs)
+        ? globalThis.Number(object.expiresAtUnixMs)
+        : isSet(object.expires_at_unix_ms)
+        ? globalThis.Number(object.expires_at_unix_ms)
+        : 0,
+    };
+  },
+
+  toJSON(message: ApiKeyView): unknown {
+    const obj: any = {};
+    if (message.name !== "") {
+      obj.name = message.name;
+    }
+    if (message.secretSha256 !== "") {
+      obj.secretSha256 = message.secretSha256;
+    }
+    if (message.models?.length) {
+      obj.models = message.models;
+    }
+    if (message.limits !== undefined) {
+      obj.limits = KeyLimitsView.toJSON(message.limits);
+    }
+    if (message.expiresAtUnixMs !== 0) {
+      obj.expiresAtUnixMs = Math.round(message.expiresAtUnixMs);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ApiKeyView>, I>>(base?: I): ApiKeyView {
+    return ApiKeyView.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ApiKeyView>, I>>(object: I): ApiKeyView {
+    const message = createBaseApiKeyView();
+    message.name = object.name ?? "";
+    message.secretSha256 = object.secretSha256 ?? "";
+    message.models = object.models?.map((e) => e) || [];
+    message.limits = (object.limits !== undefined && object.limits !== null)
+      ? KeyLimitsView.fromPartial(object.limits)
+      : undefined;
+    message.expiresAtUnixMs = object.expiresAtUnixMs ?? 0;
+    return message;
+  },
+};
+
+function createBaseKeyLimitsView(): KeyLimitsView {
+  return { requestsPerMinute: 0, tokensPerMinute: 0, concurrentRequests: 0, tokensPerDay: 0 };
+}
+
+export const KeyLimitsView: MessageFns<KeyLimitsView> = {
+  encode(message: KeyLimitsView, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.requestsPerMinute !== 0) {
+      writer.uint32(8).uint64(message.requestsPerMinute);
+    }
+    if (message.tokensPerMinute !== 0) {
+      writer.uint32(16).uint64(message.tokensPerMinute);
+    }
+    if (message.concurrentRequests !== 0) {
+      writer.uint32(24).uint64(message.concurrentRequests);
+    }
+    if (message.tokensPerDay !== 0) {
+      writer.uint32(32).uint64(message.tokensPerDay);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): KeyLimitsView {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseKeyLimitsView();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.requestsPerMinute = longToNumber(reader.uint64());
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.tokensPerMinute = longToNumber(reader.uint64());
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.concurrentRequests = longToNumber(reader.uint64());
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.tokensPerDay = longToNumber(reader.uint64());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): KeyLimitsView {
+    return {
+      requestsPerMinute: isSet(object.requestsPerMinute)
+        ? globalThis.Number(object.requestsPerMinute)
+        : isSet(object.requests_per_minute)
+        ? globalThis.Number(object.requests_per_minute)
+        : 0,
+      tokensPerMinute: isSet(object.tokensPerMinute)
+        ? globalThis.Number(object.tokensPerMinute)
+        : isSet(object.tokens_per_minute)
+        ? globalThis.Number(object.tokens_per_minute)
+        : 0,
+      concurrentRequests: isSet(object.concurrentRequests)
+        ? globalThis.Number(object.concurrentRequests)
+        : isSet(object.concurrent_requests)
+        ? globalThis.Number(object.concurrent_requests)
+        : 0,
+      tokensPerDay: isSet(object.tokensPerDay)
+        ? globalThis.Number(object.tokensPerDay)
+        : isSet(object.tokens_per_day)
+        ? globalThis.Number(object.tokens_per_day)
+        : 0,
+    };
+  },
+
+  toJSON(message: KeyLimitsView): unknown {
+    const obj: any = {};
+    if (message.requestsPerMinute !== 0) {
+      obj.requestsPerMinute = Math.round(message.requestsPerMinute);
+    }
+    if (message.tokensPerMinute !== 0) {
+      obj.tokensPerMinute = Math.round(message.tokensPerMinute);
+    }
+    if (message.concurrentRequests !== 0) {
+      obj.concurrentRequests = Math.round(message.concurrentRequests);
+    }
+    if (message.tokensPerDay !== 0) {
+      obj.tokensPerDay = Math.round(message.tokensPerDay);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<KeyLimitsView>, I>>(base?: I): KeyLimitsView {
+    return KeyLimitsView.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<KeyLimitsView>, I>>(object: I): KeyLimitsView {
+    const message = createBaseKeyLimitsView();
+    message.requestsPerMinute = object.requestsPerMinute ?? 0;
+    message.tokensPerMinute = object.tokensPerMinute ?? 0;
+    message.concurrentRequests = object.concurrentRequests ?? 0;
+    message.tokensPerDay = object.tokensPerDay ?? 0;
     return message;
   },
 };
