@@ -9,7 +9,6 @@ const PURE_BANNED_PACKAGES = [
   'typeorm',
   'pg',
   'pg-*',
-  'better-sqlite3',
   'sqlite3',
   'mysql2',
   '@grpc/*',

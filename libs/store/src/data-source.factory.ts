@@ -17,8 +17,9 @@ export interface StoreConnectionOptions {
 }
 
 /**
- * A TypeORM DataSource (not yet initialised) for `LLMGW_DATABASE_URL`: better-sqlite3 in WAL
- * mode with a busy timeout for `sqlite:<path>`, a pg pool for `postgres://…`. The schema is
+ * A TypeORM DataSource (not yet initialised) for `LLMGW_DATABASE_URL`: node-sqlite3 in WAL
+ * mode with a busy timeout (`PRAGMA journal_mode = WAL`, `PRAGMA busy_timeout`, set by TypeORM
+ * on the connection it opens) for `sqlite:<path>`, a pg pool for `postgres://…`. The schema is
  * only ever changed by the migrations ({@link migrate}); synchronisation is off.
  */
 export function createDataSource(url: string | DatabaseLocation, options: StoreConnectionOptions = {}): DataSource {
@@ -27,10 +28,10 @@ export function createDataSource(url: string | DatabaseLocation, options: StoreC
   if (location.kind === 'sqlite') {
     return new DataSource({
       ...common,
-      type: 'better-sqlite3',
+      type: 'sqlite',
       database: location.path,
       enableWAL: location.path !== ':memory:',
-      timeout: options.busyTimeoutMs ?? 5_000,
+      busyTimeout: options.busyTimeoutMs ?? 5_000,
     });
   }
   return new DataSource({
@@ -66,7 +67,7 @@ export function prepareLocation(location: DatabaseLocation): void {
  */
 export async function migrate(dataSource: DataSource): Promise<string[]> {
   const runner = dataSource.createQueryRunner();
-  const sqlite = dataSource.options.type === 'better-sqlite3';
+  const sqlite = dataSource.options.type === 'sqlite';
   try {
     const executor = new MigrationExecutor(dataSource, runner);
     if (sqlite) {
@@ -89,5 +90,27 @@ export async function migrate(dataSource: DataSource): Promise<string[]> {
     }
   } finally {
     await runner.release();
+  }
+}
+
+/** The oldest SQLite the store runs on: the lease claim is one `INSERT … ON CONFLICT … RETURNING` (3.35). */
+export const MIN_SQLITE_VERSION = '3.35.0';
+
+/**
+ * Throws, naming both versions, unless `version` (what `SELECT sqlite_version()` answers) is at
+ * least {@link MIN_SQLITE_VERSION}. node-sqlite3 bundles its own SQLite, but a build against a
+ * system library (`--sqlite=/usr`) may bring an older one.
+ */
+export function checkSqliteVersion(version: string): void {
+  const parts = (v: string) => v.split('.').map((n) => Number.parseInt(n, 10));
+  const have = parts(version);
+  const need = parts(MIN_SQLITE_VERSION);
+  if (have.length < 2 || have.some((n) => !Number.isFinite(n))) throw new Error(`store: cannot read the SQLite version '${version}'`);
+  for (let i = 0; i < need.length; i++) {
+    const h = have[i] ?? 0;
+    if (h > need[i]) return;
+    if (h < need[i]) {
+      throw new Error(`store: SQLite ${version} is too old; the store needs ${MIN_SQLITE_VERSION} or newer (INSERT … ON CONFLICT … RETURNING)`);
+    }
   }
 }

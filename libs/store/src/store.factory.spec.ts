@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { ErrorCode } from '@llmgw/domain';
 import { freePort } from '@llmgw/testing';
 import { describe, expect, it } from 'vitest';
+import { checkSqliteVersion } from './data-source.factory';
 import { openStore } from './store.factory';
 
 describe('openStore', () => {
@@ -18,6 +19,33 @@ describe('openStore', () => {
       await store.close();
     } finally {
       rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('sets a busy timeout on the SQLite connection: 5 s unless told otherwise', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'llmgw-store-'));
+    try {
+      const file = join(dir, 'llmgw.db');
+      const defaults = await openStore(`sqlite:${file}`);
+      expect((await defaults.database.query('PRAGMA busy_timeout')).rows).toEqual([{ timeout: 5_000 }]);
+      await defaults.close();
+      const custom = await openStore(`sqlite:${file}`, { busyTimeoutMs: 1_234 });
+      expect((await custom.database.query('PRAGMA busy_timeout')).rows).toEqual([{ timeout: 1_234 }]);
+      await custom.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('runs on a bundled SQLite new enough for the single-statement lease (3.35+)', async () => {
+    const store = await openStore('sqlite::memory:');
+    try {
+      const version = String((await store.database.query('SELECT sqlite_version() AS v')).rows[0].v);
+      const [major, minor] = version.split('.').map(Number);
+      expect(major * 1000 + minor, version).toBeGreaterThanOrEqual(3035);
+      expect(() => checkSqliteVersion(version)).not.toThrow();
+    } finally {
+      await store.close();
     }
   });
 
@@ -60,5 +88,19 @@ describe('openStore', () => {
     const failure = openStore(`postgres://llmgw:hunter2@127.0.0.1:${port}/llmgw`, { connectTimeoutMs: 1_000 });
     await expect(failure).rejects.toThrow(`cannot open postgres://llmgw:***@127.0.0.1:${port}/llmgw`);
     await expect(failure).rejects.not.toThrow(/hunter2/);
+  });
+});
+
+describe('checkSqliteVersion', () => {
+  it('accepts 3.35 and newer', () => {
+    for (const v of ['3.35.0', '3.35.5', '3.52.0', '4.0.0', '3.100']) expect(() => checkSqliteVersion(v), v).not.toThrow();
+  });
+  it('refuses an older SQLite, naming both versions', () => {
+    for (const v of ['3.34.1', '3.8.11', '2.99.99']) {
+      expect(() => checkSqliteVersion(v), v).toThrow(`store: SQLite ${v} is too old; the store needs 3.35.0 or newer`);
+    }
+  });
+  it('refuses a version it cannot read', () => {
+    expect(() => checkSqliteVersion('undefined')).toThrow("cannot read the SQLite version 'undefined'");
   });
 });

@@ -4,7 +4,7 @@ import { TypeormAdminTokenRepository } from './admin-token.repository';
 import { TypeormApiKeyRepository } from './api-key.repository';
 import { TypeormKeyUsageRepository } from './key-usage.repository';
 import { TypeormCatalogRepository } from './catalog.repository';
-import { createDataSource, migrate, prepareLocation, type StoreConnectionOptions } from './data-source.factory';
+import { checkSqliteVersion, createDataSource, migrate, prepareLocation, type StoreConnectionOptions } from './data-source.factory';
 import { StoreDatabase, type Dialect } from './database.client';
 import { parseDatabaseUrl, redactDatabaseUrl } from './database-url.parser';
 import { TypeormEventRepository } from './event.repository';
@@ -58,9 +58,13 @@ export async function openStore(url: string, options: StoreOptions = {}): Promis
     throw new Error(`store: cannot open ${redactDatabaseUrl(url)}: ${(error as Error).message}`);
   }
   try {
+    const database = new StoreDatabase(dataSource);
+    if (database.dialect === 'sqlite') {
+      const { rows } = await database.query('SELECT sqlite_version() AS version');
+      checkSqliteVersion(String(rows[0]?.version));
+    }
     const appliedMigrations = options.migrate === false ? [] : await migrate(dataSource);
     const clock = options.clock ?? systemClock;
-    const database = new StoreDatabase(dataSource);
     return {
       dialect: database.dialect,
       dataSource,

@@ -9,7 +9,7 @@ export class Initial1767225600000 implements MigrationInterface {
   readonly name = 'Initial1767225600000';
 
   async up(runner: QueryRunner): Promise<void> {
-    const sqlite = runner.connection.options.type === 'better-sqlite3';
+    const sqlite = runner.connection.options.type === 'sqlite';
     const statements = [
       `CREATE TABLE nodes (
         id text PRIMARY KEY,
