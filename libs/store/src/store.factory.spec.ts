@@ -22,6 +22,17 @@ describe('openStore', () => {
     }
   });
 
+  it('syncs the SQLite WAL at checkpoints, not on every commit (synchronous NORMAL)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'llmgw-store-'));
+    try {
+      const store = await openStore(`sqlite:${join(dir, 'llmgw.db')}`);
+      expect((await store.database.query('PRAGMA synchronous')).rows).toEqual([{ synchronous: 1 }]);
+      await store.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('sets a busy timeout on the SQLite connection: 5 s unless told otherwise', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'llmgw-store-'));
     try {

@@ -62,6 +62,11 @@ export async function openStore(url: string, options: StoreOptions = {}): Promis
     if (database.dialect === 'sqlite') {
       const { rows } = await database.query('SELECT sqlite_version() AS version');
       checkSqliteVersion(String(rows[0]?.version));
+      // In WAL mode NORMAL syncs the log at checkpoints, not on every commit: an application
+      // crash loses nothing, a power cut may lose the newest commits but never corrupts the
+      // file. better-sqlite3's build made it the WAL default (SQLITE_DEFAULT_WAL_SYNCHRONOUS=1);
+      // node-sqlite3's keeps FULL, an fsync per commit.
+      await database.query('PRAGMA synchronous = NORMAL');
     }
     const appliedMigrations = options.migrate === false ? [] : await migrate(dataSource);
     const clock = options.clock ?? systemClock;
