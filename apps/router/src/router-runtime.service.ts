@@ -66,6 +66,11 @@ export class RouterRuntimeService implements OnApplicationBootstrap, BeforeAppli
         return { ready: true, detail: { connected, controller, ...(staleMs !== undefined ? { staleSeconds: Math.round(staleMs / 100) / 10 } : {}) } };
       });
     }
+    // With Redis, key limits stay enforced while it is unreachable (each router its share): this
+    // check stays ready and says which.
+    if (core.sharedLimits) {
+      readiness.register('key-limits', () => ({ ready: true, detail: { mode: core.limiter.degraded ? 'per-router share (Redis unreachable)' : 'shared (Redis)' } }));
+    }
   }
 
   onApplicationBootstrap(): void {

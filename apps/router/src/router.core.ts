@@ -5,6 +5,8 @@ import { RouterServiceClient } from '@llmgw/proto';
 import { buildScorers, EndpointPicker } from '@llmgw/routing';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
+import Redis from 'ioredis';
+import { MemoryLimiter, RedisLimiter, SharedLimiter } from '@llmgw/limits';
 import { AdmissionService } from './admission/admission.service';
 import { ApiKeyAuthenticator, loadApiKeysFile } from './auth/api-key.authenticator';
 import type { RouterConfig } from './config/router.config';
@@ -20,6 +22,7 @@ import { GrpcUsageSink } from './usage/grpc-usage.sink';
 import { UsageReporter } from './usage/usage.reporter';
 import type { UsageSink } from './usage/usage.sink';
 import { ControllerWatch, WATCH_MAX_MESSAGE_BYTES } from './watch/controller.watch';
+import { KeyLimitsStage } from './tenancy/key-limits.stage';
 
 /** What the router core is built from. Clock, randomness and the usage sink may be replaced in tests. */
 export interface RouterCoreDeps {
@@ -30,6 +33,8 @@ export interface RouterCoreDeps {
   readonly rng?: Rng;
   /** Where usage reports go; default: the controller over gRPC when one is configured, else nowhere. */
   readonly usageSink?: UsageSink;
+  /** The Redis client for key limits; default: one connected to LLMGW_REDIS_URL when it is set. */
+  readonly redis?: Redis;
 }
 
 const systemClock: Clock = { now: () => Date.now() };
@@ -57,6 +62,16 @@ export class RouterCore {
   private readonly logger: Logger;
   private started = false;
   private readonly auth: ApiKeyAuthenticator;
+  private readonly redis: Redis | undefined;
+  /** Admits requests against their key's limits (see KeyLimitsStage). */
+  readonly limiter: SharedLimiter;
+  /** Whether key limits are shared across routers through Redis (LLMGW_REDIS_URL). */
+  get sharedLimits(): boolean {
+    return this.redis !== undefined;
+  }
+  private readonly keyLimits: KeyLimitsStage;
+  private readonly leaseRenewMs: number;
+  private renewTimer: NodeJS.Timeout | undefined;
   /** Routers watching the controller, as its last snapshot said (each router's share of a limit without Redis). */
   private fleetRouters = 1;
 
@@ -104,10 +119,30 @@ export class RouterCore {
     // before engines' own keep-alive (uvicorn: 5 s) can close them under a request; a reused
     // connection that was closed anyway is resent once (see ProxyHandler).
     this.pool = new EnginePool({ connectTimeoutMs: config.proxy.connectTimeoutMs, idleSocketTimeoutMs: 4_000, maxIdlePerEngine: 1_024 });
+    // Key limits: exact across routers in Redis when configured, this router's share while Redis is
+    // unreachable (limit ÷ the routers the controller counts), exact in memory without Redis.
+    const limitsLog = deps.logger.child({ context: 'KeyLimits' });
+    this.redis = config.limits.redisUrl === undefined ? undefined : (deps.redis ?? connectRedis(config.limits.redisUrl, config.limits.redisTimeoutMs, limitsLog));
+    this.limiter = new SharedLimiter({
+      ...(this.redis !== undefined && { shared: new RedisLimiter({ redis: this.redis, prefix: 'llmgw:limits:', leaseMs: config.limits.leaseMs, clock }) }),
+      local: new MemoryLimiter({ clock, leaseMs: config.limits.leaseMs }),
+      routers: () => this.fleetRouters,
+      clock,
+      retryMs: 1_000,
+      onChange: (degraded, error) => {
+        this.metrics.limitsDegraded.set(degraded ? 1 : 0);
+        if (degraded) limitsLog.warn({ err: error instanceof Error ? error.message : String(error), routers: this.fleetRouters }, 'Redis unreachable: enforcing each key limit divided by the routers the controller counts');
+        else limitsLog.info('Redis reachable again: key limits are shared across routers again');
+      },
+    });
+    this.keyLimits = new KeyLimitsStage(this.limiter, config.limits.tokenEstimate);
+    this.leaseRenewMs = Math.max(1_000, Math.floor(config.limits.leaseMs / 3));
     this.proxy = new ProxyHandler(
       this.endpoints,
       this.admission,
       auth,
+      this.keyLimits,
+      undefined,
       this.metrics,
       this.pool,
       clock,
@@ -208,6 +243,8 @@ export class RouterCore {
     }
     this.scraper.start();
     this.usage?.start();
+    this.renewTimer = setInterval(() => void this.keyLimits.renewOpen().catch(() => undefined), this.leaseRenewMs);
+    this.renewTimer.unref();
     this.logger.info({ mode: this.mode, routerId: this.routerId }, 'router started');
   }
 
@@ -232,7 +269,21 @@ export class RouterCore {
 
   /** Releases sockets and the gRPC channels (after the HTTP server has closed). */
   close(): void {
+    clearInterval(this.renewTimer);
+    this.redis?.disconnect();
     this.pool.destroy();
     for (const client of this.clients.values()) client.close();
   }
+}
+
+/**
+ * The Redis client key limits use: it fails fast (a command timeout well under a request's budget,
+ * no offline queue, no retries per command) so a slow or absent Redis costs a request at most
+ * `timeoutMs` before the router enforces its share alone, and it keeps reconnecting in the
+ * background. Connection errors are logged at debug: the limiter reports the outage once.
+ */
+function connectRedis(url: string, timeoutMs: number, log: Logger): Redis {
+  const redis = new Redis(url, { enableOfflineQueue: false, maxRetriesPerRequest: 0, commandTimeout: timeoutMs, connectTimeout: 2_000, retryStrategy: (times) => Math.min(times * 200, 2_000) });
+  redis.on('error', (error: Error) => log.debug({ err: error.message }, 'Redis connection error'));
+  return redis;
 }

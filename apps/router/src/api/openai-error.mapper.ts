@@ -16,6 +16,8 @@ export type RouterErrorKind =
   | 'model_not_found'
   | 'endpoint_not_served'
   | 'body_too_large'
+  | 'rate_limit_exceeded'
+  | 'insufficient_quota'
   | 'queue_full'
   | 'queue_timeout'
   | 'no_endpoints'
@@ -68,6 +70,10 @@ export function errorShape(kind: RouterErrorKind): ErrorShape {
       return { status: 400, type: 'invalid_request_error', code: 'unsupported_endpoint' };
     case 'body_too_large':
       return { status: 413, type: 'invalid_request_error', code: 'request_too_large' };
+    case 'rate_limit_exceeded':
+      return { status: 429, type: 'requests', code: 'rate_limit_exceeded' };
+    case 'insufficient_quota':
+      return { status: 429, type: 'insufficient_quota', code: 'insufficient_quota' };
     case 'queue_full':
       return { status: 429, type: 'rate_limit_error', code: 'queue_full' };
     case 'queue_timeout':

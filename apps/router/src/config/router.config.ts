@@ -146,6 +146,14 @@ export const routerConfigSchema = z
     LLMGW_ROUTER_SCRAPE_UNAVAILABLE_AFTER: env.integer(1, 100, { default: 3 }),
     /** A scrape older than this is not used (the picker falls back to local in-flight). */
     LLMGW_ROUTER_SCRAPE_STALE_AFTER: envVar(durationAtLeast(1), { default: 5_000 }),
+    /** Redis holding API key limits for every router (`redis://` or `rediss://`); unset = this router alone, exactly. */
+    LLMGW_REDIS_URL: env.url(['redis:', 'rediss:'], { optional: true }),
+    /** Longest a limit check may wait for Redis before this router enforces its share alone. */
+    LLMGW_ROUTER_REDIS_TIMEOUT: envVar(durationAtLeast(1), { default: 50 }),
+    /** Tokens a request without max_tokens reserves against a key's token limits. */
+    LLMGW_ROUTER_TOKEN_ESTIMATE: env.integer(1, 10_000_000, { default: 1_024 }),
+    /** How long a request's claim on a concurrency limit lasts without renewal (what a dead router can leak). */
+    LLMGW_ROUTER_LIMIT_LEASE: envVar(durationAtLeast(1_000), { default: 60_000 }),
     /** How often replica last-used times go to the controller. */
     LLMGW_ROUTER_USAGE_INTERVAL: envVar(durationAtLeast(10), { default: 10_000 }),
     /** Upper bound of Retry-After on 429/503. */
@@ -207,6 +215,7 @@ export const routerConfigSchema = z
       unavailableAfter: e.LLMGW_ROUTER_SCRAPE_UNAVAILABLE_AFTER,
     },
     usageIntervalMs: e.LLMGW_ROUTER_USAGE_INTERVAL,
+    limits: { redisUrl: e.LLMGW_REDIS_URL, redisTimeoutMs: e.LLMGW_ROUTER_REDIS_TIMEOUT, tokenEstimate: e.LLMGW_ROUTER_TOKEN_ESTIMATE, leaseMs: e.LLMGW_ROUTER_LIMIT_LEASE },
     watch: { backoffMinMs: e.LLMGW_ROUTER_WATCH_BACKOFF_MIN, backoffMaxMs: e.LLMGW_ROUTER_WATCH_BACKOFF_MAX },
     drain: { delayMs: e.LLMGW_ROUTER_DRAIN_DELAY, timeoutMs: e.LLMGW_ROUTER_DRAIN_TIMEOUT },
   }));

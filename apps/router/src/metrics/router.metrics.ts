@@ -50,6 +50,11 @@ export class RouterMetrics {
   readonly scrapeErrors: Counter<'endpoint' | 'reason'>;
   /** Labels: model. */
   readonly responseBytes: FastCounter;
+  /** Tokens the engines' `usage` reported, by model and kind (prompt, completion). */
+  readonly tokens: FastCounter;
+  readonly keyLimitRefusals: Counter<'reason'>;
+  /** 1 while key limits are enforced per router (limit ÷ routers) because Redis is unreachable. */
+  readonly limitsDegraded: Gauge;
   readonly upstreamErrors: Counter<'endpoint' | 'kind'>;
   readonly streamErrors: Counter<'model'>;
   readonly authFailures: Counter<string>;
@@ -162,6 +167,18 @@ export class RouterMetrics {
       name: 'llmgw_router_stream_errors_total',
       help: 'Responses cut after their first byte: ended with an SSE error event, or closed when not a stream.',
       labelNames: ['model'],
+      registers: registersList,
+    });
+    this.tokens = new FastCounter('llmgw_router_tokens_total', "Tokens the engines' usage reported, by model and kind (prompt, completion); requests with an API key only.", ['model', 'kind'], registers);
+    this.keyLimitRefusals = new Counter({
+      name: 'llmgw_router_key_limit_refusals_total',
+      help: "Requests refused by their API key's limits, by answer (rate_limit_exceeded, insufficient_quota).",
+      labelNames: ['reason'],
+      registers: registersList,
+    });
+    this.limitsDegraded = new Gauge({
+      name: 'llmgw_router_limits_degraded',
+      help: 'Whether API key limits are enforced by this router alone (each limit divided by the routers the controller counts) because the shared Redis is unreachable.',
       registers: registersList,
     });
     this.authFailures = new Counter({

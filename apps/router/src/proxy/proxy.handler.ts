@@ -18,6 +18,8 @@ import { joinForWrite } from './http1.syntax';
 import type { ResponseHead } from './http1-response.parser';
 import { scanRequestBody } from './request-body.scanner';
 import { onlyPreamble } from './sse-preamble';
+import { KeyLimitsStage, type KeyAdmission, type KeyRefusal } from '../tenancy/key-limits.stage';
+import { askForStreamUsage, JsonUsageTail, SseUsageTap, type TokenUsage } from '../tenancy/response-usage';
 
 /** Proxy settings; sizes in bytes, times in milliseconds. */
 export interface ProxyOptions {
@@ -158,6 +160,13 @@ class Exchange {
   model = '';
   /** The API key the request came with, when keys are checked. */
   key: RouterKey | undefined;
+  /** Its claim on the key's limits, settled when the answer ends. */
+  limits: KeyAdmission | undefined;
+  /** The engine was asked for a stream's usage chunk the client did not ask for: it is taken out on the way back. */
+  stripUsage = false;
+  /** Reads the answer's token usage on its way to the client (requests with a key). */
+  usageTap: SseUsageTap | undefined;
+  usageTail: JsonUsageTail | undefined;
   /** The model's deadlines (its catalog values, else the router's). */
   timeouts: EngineCallTimeouts | undefined;
   body: Buffer = EMPTY;
@@ -229,6 +238,9 @@ export class ProxyHandler {
     private readonly registry: EndpointRegistry,
     private readonly admission: AdmissionService,
     private readonly auth: ApiKeyAuthenticator,
+    private readonly keyLimits: KeyLimitsStage | undefined,
+    /** Told the tokens each answer of a keyed request used, for usage per key. */
+    private readonly keyUsage: ((key: string, model: string, usage: TokenUsage) => void) | undefined,
     private readonly metrics: RouterMetrics,
     private readonly pool: EnginePool,
     private readonly clock: Clock,
@@ -385,6 +397,40 @@ export class ProxyHandler {
     }
     ex.timeouts = this.timeoutsOf(model);
     ex.body = body;
+    if (ex.key !== undefined) {
+      // The key's tokens are counted from the engine's usage: a stream asks for its usage chunk,
+      // which is taken out again on the way back if the client did not ask for it.
+      const asked = askForStreamUsage(body);
+      ex.body = asked.body;
+      ex.stripUsage = asked.strip;
+    }
+    const key = ex.key;
+    if (this.keyLimits !== undefined && this.keyLimits.needs(key)) {
+      void this.keyLimits.admit(key, body).then(
+        (result) => this.step(ex, () => this.onKeyLimits(ex, model, body, result)),
+        (error: unknown) => this.step(ex, () => this.stepFailed(ex, error)),
+      );
+      return;
+    }
+    this.admitToEndpoint(ex, model, body);
+  }
+
+  /** The key's limits answered: refused (429 in OpenAI's shape), or on to choosing an endpoint. */
+  private onKeyLimits(ex: Exchange, model: ModelView, body: Buffer, result: KeyAdmission | KeyRefusal): void {
+    if ('kind' in result) {
+      this.metrics.keyLimitRefusals.inc({ reason: result.kind });
+      this.fail(ex, result.kind, result.message, null, result.headers);
+      return;
+    }
+    ex.limits = result;
+    if (ex.clientGone) {
+      this.settleLimits(ex, 499);
+      return;
+    }
+    this.admitToEndpoint(ex, model, body);
+  }
+
+  private admitToEndpoint(ex: Exchange, model: ModelView, body: Buffer): void {
     const admission = this.admission.admit(model.name, this.routeHow(model, ex.route, body));
     if (admission instanceof Waiter) {
       ex.waiter = admission;
@@ -511,6 +557,12 @@ export class ProxyHandler {
       }
       headers.push(raw[i], raw[i + 1]);
     }
+    if (ex.key !== undefined) {
+      // A stream with a fixed length cannot lose bytes: its usage chunk, if any, stays.
+      if (ex.sse) ex.usageTap = new SseUsageTap(ex.stripUsage && !ex.fixedLength);
+      else ex.usageTail = new JsonUsageTail();
+    }
+    if (ex.limits !== undefined) for (const [name, value] of Object.entries(ex.limits.headers)) headers.push(name, value);
     const holdMs = this.options.holdUntilContentMs;
     if (status === 200 && ex.sse && !ex.fixedLength && holdMs > 0 && !ex.clientGone) {
       // 1. Hold the head until the first content: an engine dying before it is then retried elsewhere.
@@ -567,6 +619,10 @@ export class ProxyHandler {
       }
       return;
     }
+    if (ex.usageTap !== undefined) {
+      piece = ex.usageTap.push(piece);
+      if (piece.length === 0) return;
+    } else ex.usageTail?.push(piece);
     ex.bytes += piece.length;
     ex.lastChunk = piece;
     if (ex.bytes === ex.expectedBytes) {
@@ -590,7 +646,10 @@ export class ProxyHandler {
     const failed = ex.status >= 500;
     this.settle(at, failed ? 'failure' : 'success', failed ? 'status_5xx' : undefined);
     if (ex.engineError !== undefined) this.answerEngineError(ex);
-    else if (!ex.ended) ex.res.end();
+    else if (!ex.ended) {
+      const rest = ex.usageTap?.end();
+      ex.res.end(rest !== undefined && rest.length > 0 ? rest : undefined);
+    }
     this.finish(ex, ex.status);
   }
 
@@ -718,6 +777,7 @@ export class ProxyHandler {
   private finish(ex: Exchange, status: number): void {
     if (ex.finished) return;
     ex.finished = true;
+    this.settleLimits(ex, status);
     this.count(ex.route, ex.model, status, ex.start);
     if (ex.bytes > 0) this.metrics.responseBytes.inc([ex.model], ex.bytes);
     if (this.debug) {
@@ -726,6 +786,20 @@ export class ProxyHandler {
         'request finished',
       );
     }
+  }
+
+  /** Settles the request's claim on its key's limits with the tokens its answer used, and counts them. */
+  private settleLimits(ex: Exchange, status: number): void {
+    const usage = ex.usageTap?.usage ?? ex.usageTail?.usage();
+    if (usage !== undefined) {
+      this.metrics.tokens.inc([ex.model, 'prompt'], usage.promptTokens);
+      this.metrics.tokens.inc([ex.model, 'completion'], usage.completionTokens);
+      if (ex.key !== undefined) this.keyUsage?.(ex.key.name, ex.model, usage);
+    }
+    const admission = ex.limits;
+    if (admission === undefined || this.keyLimits === undefined) return;
+    ex.limits = undefined;
+    this.keyLimits.settle(admission, usage, status >= 200 && status < 300).catch((error: unknown) => this.logger.debug({ err: error }, 'key limits: settle failed; the claim lapses with its window'));
   }
 
   private count(route: string, model: string, status: number, start: number): void {

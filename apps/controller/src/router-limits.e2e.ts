@@ -1,0 +1,112 @@
+// Key limits that mean the number the operator wrote, with three real router processes sharing
+// the machine's Redis: a key limited to 120 requests per minute, hammered through all three,
+// gets exactly 120 answered and the rest 429 in OpenAI's shape with Retry-After and the
+// x-ratelimit-* headers. Streams get their usage counted without the client seeing a usage chunk
+// it did not ask for.
+import { createHash, randomUUID } from 'node:crypto';
+import OpenAI from 'openai';
+import { openStore, type Store } from '@llmgw/store';
+import { runTsEntry, spawnProcess, sqliteBackend, stopAllSpawned, testRedisUrl, waitFor, type SpawnedProcess } from '@llmgw/testing';
+import { afterAll, describe, expect, it } from 'vitest';
+import { FakeAgent } from './test/agent.fake';
+import { catalogDoc, catalogFile, startController } from './test/controller.harness';
+
+const cleanups: (() => Promise<unknown> | void)[] = [];
+afterAll(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+  await stopAllSpawned();
+});
+
+const hash = (secret: string): string => createHash('sha256').update(secret).digest('hex');
+
+describe('key limits across three routers and Redis', () => {
+  it('answer exactly the limit across the fleet, refuse the rest as OpenAI does, and keep streams as the client asked', async () => {
+    const db = await sqliteBackend.create();
+    const file = catalogFile(catalogDoc([{ name: 'llama', replicas: 2 }]));
+    cleanups.push(() => db.drop(), () => file.cleanup());
+    const routerToken = 'router-limits-token-0123456789';
+    const controller = await startController({ LLMGW_DATABASE_URL: db.url, LLMGW_CONTROLLER_CATALOG_FILE: file.path, LLMGW_CONTROLLER_SETTLE: '500ms', LLMGW_CONTROLLER_ROUTER_TOKEN: routerToken });
+    cleanups.push(() => controller.close());
+    const agents = [new FakeAgent({ nodeId: 'node-1', controllers: [controller.grpc], engines: 'sim' }), new FakeAgent({ nodeId: 'node-2', controllers: [controller.grpc], engines: 'sim' })];
+    cleanups.push(() => Promise.all(agents.map((a) => a.stop())));
+    for (const a of agents) a.connect();
+
+    const store: Store = await openStore(db.url, { migrate: false });
+    cleanups.push(() => store.close());
+    const run = randomUUID().slice(0, 8);
+    const secret = `llmgw-limits-${run}-0123456789abcdef`;
+    const name = `hammer-${run}`;
+    await store.apiKeys.create(name, { owner: 'load-test', models: ['*'], limits: { requestsPerMinute: 120 } }, hash(secret));
+    const plain = `llmgw-plain-${run}-0123456789abcdef`;
+    await store.apiKeys.create(`plain-${run}`, { owner: 'streams', models: ['*'], limits: {} }, hash(plain));
+
+    const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('LLMGW_')));
+    const routers: SpawnedProcess[] = await Promise.all(
+      [0, 1, 2].map((i) =>
+        spawnProcess({
+          ...runTsEntry('apps/router/src/main.ts'),
+          name: `llmgw-router-${i}`,
+          cleanEnv: true,
+          env: { ...env, LLMGW_ROUTER_PORT: '0', LLMGW_ROUTER_ID: `router-${i}`, LLMGW_ROUTER_CONTROLLER: controller.grpc, LLMGW_ROUTER_CONTROLLER_TOKEN: routerToken, LLMGW_REDIS_URL: testRedisUrl(), LLMGW_ROUTER_REDIS_TIMEOUT: '2s' },
+          readyWhen: { stdoutMatch: /llmgw-router listening on (http:\/\/127\.0\.0\.1:\d+)/ },
+          deadlineMs: 60_000,
+        }),
+      ),
+    );
+    cleanups.push(() => Promise.all(routers.map((r) => r.stop())));
+    const bases = routers.map((r) => r.readyMatch?.[1] as string);
+    const chat = (base: string, key: string) =>
+      fetch(`${base}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+        body: JSON.stringify({ model: 'llama', messages: [{ role: 'user', content: 'hi' }], max_tokens: 1 }),
+      });
+    // Every router serves the keyed model (the plain key has no limits, so this spends nothing of the hammered one).
+    await waitFor(async () => (await Promise.all(bases.map(async (b) => (await chat(b, plain)).status))).every((s) => s === 200), { deadlineMs: 60_000, message: 'every router serves with a key' });
+
+    const results: { status: number; headers: Headers; body: string }[] = [];
+    let next = 0;
+    const worker = async (): Promise<void> => {
+      while (next < 180) {
+        const i = next++;
+        const r = await chat(bases[i % 3], secret);
+        results.push({ status: r.status, headers: r.headers, body: await r.text() });
+      }
+    };
+    await Promise.all(Array.from({ length: 12 }, () => worker()));
+    const ok = results.filter((r) => r.status === 200);
+    const refused = results.filter((r) => r.status === 429);
+    process.stdout.write(`[limits] 180 requests over 3 routers, limit 120/min: ${ok.length} answered, ${refused.length} refused\n`);
+    expect(ok).toHaveLength(120);
+    expect(refused).toHaveLength(60);
+    expect(JSON.parse(refused[0].body)).toMatchObject({ error: { code: 'rate_limit_exceeded', type: 'requests' } });
+    expect(Number(refused[0].headers.get('retry-after'))).toBeGreaterThan(0);
+    expect(refused[0].headers.get('x-ratelimit-limit-requests')).toBe('120');
+    expect(refused[0].headers.get('x-ratelimit-remaining-requests')).toBe('0');
+    expect(ok[0].headers.get('x-ratelimit-limit-requests')).toBe('120');
+    expect(ok[0].headers.get('x-ratelimit-reset-requests')).toMatch(/^\d+(ms|s|m\d+s)$/);
+
+    // A stream that did not ask for usage gets none, one that asked gets it, through the official client.
+    const client = new OpenAI({ baseURL: `${bases[0]}/v1`, apiKey: plain, maxRetries: 0 });
+    const chunks = async (includeUsage: boolean) => {
+      const stream = await client.chat.completions.create({ model: 'llama', messages: [{ role: 'user', content: 'count' }], max_tokens: 5, stream: true, ...(includeUsage && { stream_options: { include_usage: true } }) });
+      const seen: { usage?: unknown; choices: unknown[] }[] = [];
+      for await (const c of stream) seen.push(c as never);
+      return seen;
+    };
+    const completionTokens = async (): Promise<number> => {
+      const text = await (await fetch(`${bases[0]}/metrics`)).text();
+      const line = text.split('\n').find((l) => l.startsWith('llmgw_router_tokens_total{') && l.includes('kind="completion"'));
+      return line === undefined ? 0 : Number(line.split(' ').at(-1));
+    };
+    const before = await completionTokens();
+    const without = await chunks(false);
+    // The router asked the engine for the usage chunk and counted it, though the client saw none.
+    await waitFor(async () => (await completionTokens()) > before, { deadlineMs: 5_000, message: "the stream's tokens counted" });
+    expect(without.length).toBeGreaterThan(0);
+    expect(without.filter((c) => c.usage !== undefined && c.usage !== null)).toEqual([]);
+    const asked = await chunks(true);
+    expect(asked.at(-1)).toMatchObject({ choices: [], usage: { prompt_tokens: expect.any(Number), completion_tokens: expect.any(Number) } });
+    for (const r of routers) expect(r.stdout + r.stderr).not.toContain(secret);
+  }, 180_000);
+});
