@@ -162,7 +162,13 @@ export class ControlPlane implements AgentStreamHandler {
       routerService(
         this.publisher,
         this.usage,
-        { token: config.routerToken, clock: this.clock, futureUsageClamped: (n) => metrics.countFutureUsage(n), admit: () => this.admit() },
+        {
+          token: config.routerToken,
+          clock: this.clock,
+          futureUsageClamped: (n) => metrics.countFutureUsage(n),
+          admit: () => this.admit(),
+          writeKeyUsage: (rows) => store.keyUsage.add(rows),
+        },
         logger,
       ),
       { join: config.joinToken, router: config.routerToken },

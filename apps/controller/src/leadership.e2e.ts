@@ -86,7 +86,7 @@ describe.each(testBackends())('two controllers on one $name store', (backend) =>
       const router = new RouterServiceClient(standby.grpc, credentials.createInsecure());
       cleanups.push(() => router.close());
       await new Promise<void>((ok, fail) =>
-        router.reportUsage({ routerId: 'router-on-standby', lastUsedUnixMs: { [before[0]]: usedAt } }, (e) => (e ? fail(e) : ok())),
+        router.reportUsage({ keyUsage: [], routerId: 'router-on-standby', lastUsedUnixMs: { [before[0]]: usedAt } }, (e) => (e ? fail(e) : ok())),
       );
       expect(leader.plane.replicas.get(before[0])?.replica.lastUsedAt).toBeUndefined();
       await waitFor(() => leader.plane.replicas.get(before[0])?.replica.lastUsedAt === usedAt, {

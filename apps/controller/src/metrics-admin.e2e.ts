@@ -100,7 +100,7 @@ describe('metrics, admin API and tokens', () => {
     const replica = [...controller.plane.replicas.values()][0].replica.id;
     const client = new RouterServiceClient(controller.grpc, credentials.createInsecure());
     const report = (at: number) =>
-      new Promise<void>((ok, fail) => client.reportUsage({ routerId: 'r1', lastUsedUnixMs: { [replica]: at, other: 0 } }, (e) => (e ? fail(e) : ok())));
+      new Promise<void>((ok, fail) => client.reportUsage({ keyUsage: [], routerId: 'r1', lastUsedUnixMs: { [replica]: at, other: 0 } }, (e) => (e ? fail(e) : ok())));
     const newer = Date.now() - 10_000;
     await report(newer);
     await report(newer - 50_000);

@@ -47,7 +47,7 @@ describe('key limits across three routers and Redis', () => {
           ...runTsEntry('apps/router/src/main.ts'),
           name: `llmgw-router-${i}`,
           cleanEnv: true,
-          env: { ...env, LLMGW_ROUTER_PORT: '0', LLMGW_ROUTER_ID: `router-${i}`, LLMGW_ROUTER_CONTROLLER: controller.grpc, LLMGW_ROUTER_CONTROLLER_TOKEN: routerToken, LLMGW_REDIS_URL: testRedisUrl(), LLMGW_ROUTER_REDIS_TIMEOUT: '2s' },
+          env: { ...env, LLMGW_ROUTER_PORT: '0', LLMGW_ROUTER_ID: `router-${i}`, LLMGW_ROUTER_CONTROLLER: controller.grpc, LLMGW_ROUTER_CONTROLLER_TOKEN: routerToken, LLMGW_REDIS_URL: testRedisUrl(), LLMGW_ROUTER_REDIS_TIMEOUT: '2s', LLMGW_ROUTER_USAGE_INTERVAL: '200ms' },
           readyWhen: { stdoutMatch: /llmgw-router listening on (http:\/\/127\.0\.0\.1:\d+)/ },
           deadlineMs: 60_000,
         }),
@@ -85,6 +85,16 @@ describe('key limits across three routers and Redis', () => {
     expect(refused[0].headers.get('x-ratelimit-remaining-requests')).toBe('0');
     expect(ok[0].headers.get('x-ratelimit-limit-requests')).toBe('120');
     expect(ok[0].headers.get('x-ratelimit-reset-requests')).toMatch(/^\d+(ms|s|m\d+s)$/);
+
+    // What the 120 answers said they used is what the store holds for the key, per the routers' reports.
+    const answered = ok.map((r) => (JSON.parse(r.body) as { usage: { prompt_tokens: number; completion_tokens: number } }).usage);
+    const want = { requests: 120, promptTokens: answered.reduce((n, u) => n + u.prompt_tokens, 0), completionTokens: answered.reduce((n, u) => n + u.completion_tokens, 0) };
+    const stored = async () => {
+      const rows = await store.keyUsage.query(0, name);
+      return { requests: rows.reduce((n, r) => n + r.requests, 0), promptTokens: rows.reduce((n, r) => n + r.promptTokens, 0), completionTokens: rows.reduce((n, r) => n + r.completionTokens, 0) };
+    };
+    await waitFor(async () => (await stored()).requests >= 120, { deadlineMs: 10_000, message: 'key usage reported and stored' });
+    expect(await stored()).toEqual(want);
 
     // A stream that did not ask for usage gets none, one that asked gets it, through the official client.
     const client = new OpenAI({ baseURL: `${bases[0]}/v1`, apiKey: plain, maxRetries: 0 });

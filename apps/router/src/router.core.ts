@@ -23,6 +23,7 @@ import { UsageReporter } from './usage/usage.reporter';
 import type { UsageSink } from './usage/usage.sink';
 import { ControllerWatch, WATCH_MAX_MESSAGE_BYTES } from './watch/controller.watch';
 import { KeyLimitsStage } from './tenancy/key-limits.stage';
+import { KeyUsageTally } from './usage/key-usage.tally';
 
 /** What the router core is built from. Clock, randomness and the usage sink may be replaced in tests. */
 export interface RouterCoreDeps {
@@ -71,6 +72,8 @@ export class RouterCore {
   }
   private readonly keyLimits: KeyLimitsStage;
   private readonly leaseRenewMs: number;
+  /** Tokens of keyed requests, reported to the controller with the usage reports. */
+  private readonly keyUsage = new KeyUsageTally();
   private renewTimer: NodeJS.Timeout | undefined;
   /** Routers watching the controller, as its last snapshot said (each router's share of a limit without Redis). */
   private fleetRouters = 1;
@@ -142,7 +145,7 @@ export class RouterCore {
       this.admission,
       auth,
       this.keyLimits,
-      undefined,
+      (key, model, usage) => this.keyUsage.add(key, model, usage, clock.now()),
       this.metrics,
       this.pool,
       clock,
@@ -195,8 +198,13 @@ export class RouterCore {
     }
     const sink = deps.usageSink ?? (usageClient !== undefined ? new GrpcUsageSink(usageClient, this.routerId, 5_000, config.controllerToken) : undefined);
     if (sink !== undefined) {
-      this.usage = new UsageReporter(this.endpoints, sink, config.usageIntervalMs, deps.logger.child({ context: 'UsageReporter' }), (ok) =>
-        this.metrics.usageReports.inc({ result: ok ? 'ok' : 'error' }),
+      this.usage = new UsageReporter(
+        this.endpoints,
+        sink,
+        config.usageIntervalMs,
+        deps.logger.child({ context: 'UsageReporter' }),
+        (ok) => this.metrics.usageReports.inc({ result: ok ? 'ok' : 'error' }),
+        this.keyUsage,
       );
     }
     this.metrics.attach({

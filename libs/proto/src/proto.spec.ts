@@ -294,10 +294,10 @@ describe('llmgw.v1 over @grpc/grpc-js', () => {
     try {
       const lastUsedUnixMs = { 'r-1': 1_790_000_000_001, 'r-2': 1_790_000_000_002 };
       const res = await new Promise<ReportUsageResponse>((ok, fail) =>
-        client.reportUsage({ routerId: 'router-1', lastUsedUnixMs }, (err, r) => (err || !r ? fail(err) : ok(r))),
+        client.reportUsage({ routerId: 'router-1', lastUsedUnixMs, keyUsage: [] }, (err, r) => (err || !r ? fail(err) : ok(r))),
       );
       expect(res).toEqual({});
-      expect(controller.usage).toEqual([{ routerId: 'router-1', lastUsedUnixMs }]);
+      expect(controller.usage).toEqual([{ routerId: 'router-1', lastUsedUnixMs, keyUsage: [] }]);
     } finally {
       client.close();
     }

@@ -16,7 +16,7 @@ const ROUTER_TOKEN = 'grpc-auth-router-token-0123456789';
 function bigUsage(mb: number): Buffer {
   const lastUsedUnixMs: Record<string, number> = {};
   for (let i = 0; i < mb * 28_500; i++) lastUsedUnixMs[`replica-${i.toString(36).padStart(16, '0')}`] = 1_700_000_000_000 + i;
-  return Buffer.from(ReportUsageRequest.encode({ routerId: 'flooder', lastUsedUnixMs }).finish());
+  return Buffer.from(ReportUsageRequest.encode({ keyUsage: [], routerId: 'flooder', lastUsedUnixMs }).finish());
 }
 
 /** A Connect first message (Register) of about `mb` MB of labels, already encoded. */
@@ -77,7 +77,7 @@ describe('gRPC tokens are checked before a request message is read', () => {
       }
       expect(decode).not.toHaveBeenCalled();
       // With the token, a small report is read and answered.
-      const small = Buffer.from(ReportUsageRequest.encode({ routerId: 'real', lastUsedUnixMs: { r: Date.now() } }).finish());
+      const small = Buffer.from(ReportUsageRequest.encode({ keyUsage: [], routerId: 'real', lastUsedUnixMs: { r: Date.now() } }).finish());
       const ok = await new Promise<ServiceError | null>((resolve) =>
         client.makeUnaryRequest('/llmgw.v1.RouterService/ReportUsage', passthrough, passthrough, small, bearer(ROUTER_TOKEN), { deadline: Date.now() + 10_000 }, (e) => resolve(e)),
       );

@@ -110,7 +110,7 @@ describe('RouterService with a router token', () => {
       const report = (lastUsedUnixMs: Record<string, number>, bearer?: string): Promise<ServiceError | null> => {
         const md = new Metadata();
         if (bearer !== undefined) md.set('authorization', `Bearer ${bearer}`);
-        return new Promise((resolve) => client.reportUsage({ routerId: 'forger', lastUsedUnixMs }, md, { deadline: Date.now() + 5_000 }, (error) => resolve(error)));
+        return new Promise((resolve) => client.reportUsage({ keyUsage: [], routerId: 'forger', lastUsedUnixMs }, md, { deadline: Date.now() + 5_000 }, (error) => resolve(error)));
       };
       const YEAR_2100 = 4_102_444_800_000;
       expect(await report({ [a]: YEAR_2100 })).toMatchObject({ code: status.UNAUTHENTICATED });

@@ -8,6 +8,7 @@ import {
   type RouterServiceServer,
   type WatchRequest,
 } from '@llmgw/proto';
+import type { KeyUsageRow } from '@llmgw/store';
 import type { Logger } from 'pino';
 import type { EndpointSink, EndpointSnapshot } from '../publishing/endpoint-sink.port';
 import type { EndpointPublisher } from '../publishing/endpoint.publisher';
@@ -27,6 +28,28 @@ export interface RouterServiceOptions {
   readonly futureUsageClamped: (count: number) => void;
   /** Whether this controller leads (once its state is loaded), and where the leader is when not. */
   readonly admit: () => Promise<Admission>;
+  /** Stores what keyed requests used (per key, model and hour); a failure makes the router keep and resend them. */
+  readonly writeKeyUsage?: (rows: KeyUsageRow[]) => Promise<void>;
+}
+
+const HOUR_MS = 3_600_000;
+const MAX_COUNT = 1e15;
+
+/** The key usage rows of a report that make sense; the rest are dropped (and counted by the caller). */
+export function keyUsageRows(report: ReportUsageRequest, now: number): { rows: KeyUsageRow[]; dropped: number } {
+  const rows: KeyUsageRow[] = [];
+  let dropped = 0;
+  const count = (v: number): boolean => Number.isSafeInteger(v) && v >= 0 && v <= MAX_COUNT;
+  for (const k of report.keyUsage) {
+    const sane =
+      k.key !== '' && k.key.length <= 64 && k.model !== '' && k.model.length <= 256 && k.hourUnixMs % HOUR_MS === 0 && k.hourUnixMs <= now + HOUR_MS && k.hourUnixMs >= now - 400 * 24 * HOUR_MS && k.requests > 0 && count(k.requests) && count(k.promptTokens) && count(k.completionTokens);
+    if (!sane) {
+      dropped++;
+      continue;
+    }
+    rows.push({ key: k.key, model: k.model, hour: k.hourUnixMs, requests: k.requests, promptTokens: k.promptTokens, completionTokens: k.completionTokens });
+  }
+  return { rows, dropped };
 }
 
 const UNAUTHENTICATED = { code: status.UNAUTHENTICATED, details: 'missing or wrong router token (authorization: Bearer <token>)' };
@@ -160,7 +183,19 @@ export function routerService(publisher: EndpointPublisher, usage: UsageReceiver
         log.warn({ routerId: call.request.routerId, clamped }, 'router reported usage times in the future; clamped to now');
       }
       usage.report(call.request.routerId, lastUsed);
-      callback(null, {});
+      const { rows, dropped } = keyUsageRows(call.request, now);
+      if (dropped > 0) log.warn({ routerId: call.request.routerId, dropped }, 'router reported key usage that makes no sense; dropped');
+      if (rows.length === 0 || options.writeKeyUsage === undefined) {
+        callback(null, {});
+        return;
+      }
+      options.writeKeyUsage(rows).then(
+        () => callback(null, {}),
+        (error: unknown) => {
+          log.warn({ routerId: call.request.routerId, err: error instanceof Error ? error.message : String(error) }, 'key usage not stored; the router keeps it and sends it again');
+          callback({ code: status.UNAVAILABLE, details: 'key usage could not be stored; send it again' });
+        },
+      );
     },
   };
 }

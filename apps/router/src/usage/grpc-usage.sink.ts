@@ -1,5 +1,6 @@
 import type { RouterServiceClient } from '@llmgw/proto';
 import { controllerMetadata } from '../watch/controller.metadata';
+import type { KeyUsageCount } from './key-usage.tally';
 import type { UsageSink } from './usage.sink';
 
 /**
@@ -15,12 +16,16 @@ export class GrpcUsageSink implements UsageSink {
     private readonly token?: string,
   ) {}
 
-  report(lastUsed: ReadonlyMap<string, number>): Promise<void> {
+  report(lastUsed: ReadonlyMap<string, number>, keyUsage: readonly KeyUsageCount[] = []): Promise<void> {
     const lastUsedUnixMs: Record<string, number> = {};
     for (const [id, at] of lastUsed) lastUsedUnixMs[id] = at;
     return new Promise((resolve, reject) => {
       this.client().reportUsage(
-        { routerId: this.routerId, lastUsedUnixMs },
+        {
+          routerId: this.routerId,
+          lastUsedUnixMs,
+          keyUsage: keyUsage.map((k) => ({ key: k.key, model: k.model, hourUnixMs: k.hour, requests: k.requests, promptTokens: k.promptTokens, completionTokens: k.completionTokens })),
+        },
         controllerMetadata(this.token),
         { deadline: Date.now() + this.deadlineMs },
         (error) => (error ? reject(error) : resolve()),

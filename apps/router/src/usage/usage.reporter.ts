@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import type { EndpointRegistry } from '../endpoints/endpoint.registry';
+import type { KeyUsageTally } from './key-usage.tally';
 import type { UsageSink } from './usage.sink';
 
 /**
@@ -18,6 +19,7 @@ export class UsageReporter {
     private readonly intervalMs: number,
     private readonly logger: Logger,
     private readonly onResult?: (ok: boolean) => void,
+    private readonly keyUsage?: KeyUsageTally,
   ) {}
 
   start(): void {
@@ -30,12 +32,14 @@ export class UsageReporter {
   async tick(): Promise<void> {
     if (this.sending) return;
     const usage = this.registry.collectUsage();
-    if (usage.size === 0) return;
+    const keyed = this.keyUsage?.take() ?? [];
+    if (usage.size === 0 && keyed.length === 0) return;
     this.sending = true;
     try {
-      await this.sink.report(usage);
+      await this.sink.report(usage, keyed);
       this.onResult?.(true);
     } catch (error) {
+      this.keyUsage?.putBack(keyed);
       this.onResult?.(false);
       this.logger.warn({ err: error instanceof Error ? error.message : String(error), replicas: usage.size }, 'usage report failed');
     } finally {

@@ -300,11 +300,23 @@ export interface ReportUsageRequest {
    * entries whose time is 0.
    */
   lastUsedUnixMs: { [key: string]: number };
+  /** Requests and tokens per API key, model and UTC hour since this router's last accepted report. */
+  keyUsage: KeyUsage[];
 }
 
 export interface ReportUsageRequest_LastUsedUnixMsEntry {
   key: string;
   value: number;
+}
+
+export interface KeyUsage {
+  key: string;
+  model: string;
+  /** Start of the UTC hour (ms since the Unix epoch). */
+  hourUnixMs: number;
+  requests: number;
+  promptTokens: number;
+  completionTokens: number;
 }
 
 export interface ReportUsageResponse {
@@ -1790,7 +1802,7 @@ export const MetricMapping: MessageFns<MetricMapping> = {
 };
 
 function createBaseReportUsageRequest(): ReportUsageRequest {
-  return { routerId: "", lastUsedUnixMs: {} };
+  return { routerId: "", lastUsedUnixMs: {}, keyUsage: [] };
 }
 
 export const ReportUsageRequest: MessageFns<ReportUsageRequest> = {
@@ -1801,6 +1813,9 @@ export const ReportUsageRequest: MessageFns<ReportUsageRequest> = {
     globalThis.Object.entries(message.lastUsedUnixMs).forEach(([key, value]: [string, number]) => {
       ReportUsageRequest_LastUsedUnixMsEntry.encode({ key: key as any, value }, writer.uint32(18).fork()).join();
     });
+    for (const v of message.keyUsage) {
+      KeyUsage.encode(v!, writer.uint32(26).fork()).join();
+    }
     return writer;
   },
 
@@ -1834,6 +1849,14 @@ export const ReportUsageRequest: MessageFns<ReportUsageRequest> = {
             if (entry2.value !== undefined) {
               message.lastUsedUnixMs[entry2.key] = entry2.value;
             }
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.keyUsage.push(KeyUsage.decode(reader, reader.uint32()));
             continue;
           }
         }
@@ -1882,6 +1905,11 @@ export const ReportUsageRequest: MessageFns<ReportUsageRequest> = {
           {},
         )
         : {},
+      keyUsage: globalThis.Array.isArray(object?.keyUsage)
+        ? object.keyUsage.map((e: any) => KeyUsage.fromJSON(e))
+        : globalThis.Array.isArray(object?.key_usage)
+        ? object.key_usage.map((e: any) => KeyUsage.fromJSON(e))
+        : [],
     };
   },
 
@@ -1898,6 +1926,9 @@ export const ReportUsageRequest: MessageFns<ReportUsageRequest> = {
           obj.lastUsedUnixMs[k] = Math.round(v);
         });
       }
+    }
+    if (message.keyUsage?.length) {
+      obj.keyUsage = message.keyUsage.map((e) => KeyUsage.toJSON(e));
     }
     return obj;
   },
@@ -1917,6 +1948,7 @@ export const ReportUsageRequest: MessageFns<ReportUsageRequest> = {
       },
       {},
     );
+    message.keyUsage = object.keyUsage?.map((e) => KeyUsage.fromPartial(e)) || [];
     return message;
   },
 };
@@ -2006,6 +2038,167 @@ export const ReportUsageRequest_LastUsedUnixMsEntry: MessageFns<ReportUsageReque
     const message = createBaseReportUsageRequest_LastUsedUnixMsEntry();
     message.key = object.key ?? "";
     message.value = object.value ?? 0;
+    return message;
+  },
+};
+
+function createBaseKeyUsage(): KeyUsage {
+  return { key: "", model: "", hourUnixMs: 0, requests: 0, promptTokens: 0, completionTokens: 0 };
+}
+
+export const KeyUsage: MessageFns<KeyUsage> = {
+  encode(message: KeyUsage, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.key !== "") {
+      writer.uint32(10).string(message.key);
+    }
+    if (message.model !== "") {
+      writer.uint32(18).string(message.model);
+    }
+    if (message.hourUnixMs !== 0) {
+      writer.uint32(24).uint64(message.hourUnixMs);
+    }
+    if (message.requests !== 0) {
+      writer.uint32(32).uint64(message.requests);
+    }
+    if (message.promptTokens !== 0) {
+      writer.uint32(40).uint64(message.promptTokens);
+    }
+    if (message.completionTokens !== 0) {
+      writer.uint32(48).uint64(message.completionTokens);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): KeyUsage {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseKeyUsage();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.key = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.model = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.hourUnixMs = longToNumber(reader.uint64());
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.requests = longToNumber(reader.uint64());
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.promptTokens = longToNumber(reader.uint64());
+            continue;
+          }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.completionTokens = longToNumber(reader.uint64());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): KeyUsage {
+    return {
+      key: isSet(object.key) ? globalThis.String(object.key) : "",
+      model: isSet(object.model) ? globalThis.String(object.model) : "",
+      hourUnixMs: isSet(object.hourUnixMs)
+        ? globalThis.Number(object.hourUnixMs)
+        : isSet(object.hour_unix_ms)
+        ? globalThis.Number(object.hour_unix_ms)
+        : 0,
+      requests: isSet(object.requests) ? globalThis.Number(object.requests) : 0,
+      promptTokens: isSet(object.promptTokens)
+        ? globalThis.Number(object.promptTokens)
+        : isSet(object.prompt_tokens)
+        ? globalThis.Number(object.prompt_tokens)
+        : 0,
+      completionTokens: isSet(object.completionTokens)
+        ? globalThis.Number(object.completionTokens)
+        : isSet(object.completion_tokens)
+        ? globalThis.Number(object.completion_tokens)
+        : 0,
+    };
+  },
+
+  toJSON(message: KeyUsage): unknown {
+    const obj: any = {};
+    if (message.key !== "") {
+      obj.key = message.key;
+    }
+    if (message.model !== "") {
+      obj.model = message.model;
+    }
+    if (message.hourUnixMs !== 0) {
+      obj.hourUnixMs = Math.round(message.hourUnixMs);
+    }
+    if (message.requests !== 0) {
+      obj.requests = Math.round(message.requests);
+    }
+    if (message.promptTokens !== 0) {
+      obj.promptTokens = Math.round(message.promptTokens);
+    }
+    if (message.completionTokens !== 0) {
+      obj.completionTokens = Math.round(message.completionTokens);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<KeyUsage>, I>>(base?: I): KeyUsage {
+    return KeyUsage.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<KeyUsage>, I>>(object: I): KeyUsage {
+    const message = createBaseKeyUsage();
+    message.key = object.key ?? "";
+    message.model = object.model ?? "";
+    message.hourUnixMs = object.hourUnixMs ?? 0;
+    message.requests = object.requests ?? 0;
+    message.promptTokens = object.promptTokens ?? 0;
+    message.completionTokens = object.completionTokens ?? 0;
     return message;
   },
 };
