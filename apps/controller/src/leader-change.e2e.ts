@@ -82,7 +82,9 @@ async function startFleet(timing: Record<string, string>, agents: number, router
   cleanups.push(() => rmSync(root, { recursive: true, force: true }));
   const weights = join(root, 'tiny.gguf');
   writeFileSync(weights, 'not really weights: the simulator does not read them');
-  const file = catalogFile({ models: [{ name: 'tiny', source: `file://${weights}`, size: '1MB', replicas: agents, profiles: [{ engine: 'vllm', gpuClass: 'H100-80GB' }] }] });
+  // Least-load: the clients send one prompt, which prefix affinity (the default for chat) would
+  // keep on one replica; the balance this test checks is the takeover's, not the policy's.
+  const file = catalogFile({ models: [{ name: 'tiny', source: `file://${weights}`, size: '1MB', replicas: agents, routing: { policy: 'least-load' }, profiles: [{ engine: 'vllm', gpuClass: 'H100-80GB' }] }] });
   const db = await postgresBackend.create();
   cleanups.push(() => db.drop(), () => file.cleanup());
   const store = await openStore(db.url);
