@@ -31,6 +31,8 @@ export interface StartRedisOptions {
   binary?: string;
   /** How long start-up may take (default 10 000 ms). */
   deadlineMs?: number;
+  /** Port to listen on (default: a free one); the same port as a killed server brings "Redis back". */
+  port?: number;
 }
 
 /**
@@ -41,7 +43,7 @@ export async function startRedis(options: StartRedisOptions = {}): Promise<Redis
   const host = '127.0.0.1';
   const deadlineMs = options.deadlineMs ?? 10_000;
   const dir = mkdtempSync(join(tmpdir(), 'llmgw-redis-'));
-  const port = await freePort(host);
+  const port = options.port ?? (await freePort(host));
   let proc: SpawnedProcess;
   try {
     proc = await spawnProcess({
