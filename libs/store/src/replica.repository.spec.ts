@@ -52,6 +52,16 @@ describe.each(testBackends())('replicas on $name', (backend) => {
     expect((await store.replicas.list()).map((r) => r.id)).toEqual(['r-2']);
   });
 
+  it('places many replicas in one transaction: all of them, or none when one id is taken', async () => {
+    const many = Array.from({ length: 123 }, (_, i): Replica => ({ ...base, id: `r-${String(i).padStart(3, '0')}`, lastUsedAt: i % 2 === 0 ? undefined : 1_767_225_600_500 }));
+    await store.replicas.placeAll(many, NO_FENCE);
+    expect(await store.replicas.list()).toEqual(many.map((r) => (r.lastUsedAt === undefined ? (({ lastUsedAt: _l, ...rest }) => rest)(r) : r)));
+    const clash = [{ ...base, id: 'r-new-1' }, { ...base, id: 'r-007' }, { ...base, id: 'r-new-2' }];
+    await expect(store.replicas.placeAll(clash, NO_FENCE)).rejects.toMatchObject({ code: ErrorCode.Conflict });
+    expect(await store.replicas.list()).toHaveLength(123);
+    await store.replicas.placeAll([], NO_FENCE);
+  });
+
   it('records usage newest-wins and ignores unknown replicas', async () => {
     await store.replicas.place(base, NO_FENCE);
     expect(await store.replicas.recordUsage(new Map([['r-1', 5_000], ['ghost', 9_000]]))).toBe(1);

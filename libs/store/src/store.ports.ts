@@ -66,6 +66,8 @@ export interface ReplicaRepository {
   list(filter?: { readonly model?: string }): Promise<Replica[]>;
   /** Stores a new replica. Throws `conflict` if the id exists, `fenced` if the fence no longer holds. */
   place(replica: Replica, fence: Fence): Promise<void>;
+  /** Stores several new replicas in one fenced transaction, all or none. Throws `conflict` (an id exists) or `fenced`. */
+  placeAll(replicas: readonly Replica[], fence: Fence): Promise<void>;
   /** Applies `change` and returns the stored replica. Throws `not_found`, or `fenced`. */
   update(id: string, change: ReplicaChange, fence: Fence): Promise<Replica>;
   /** Deletes the replica; returns whether it existed. Throws `fenced`. */

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Catalog } from '@llmgw/catalog';
-import type { Clock, Replica } from '@llmgw/domain';
+import { DomainError, ErrorCode, type Clock, type Model, type Replica } from '@llmgw/domain';
 import type { Fence } from '@llmgw/lease';
 import type { EventRepository, NewEvent, ReplicaRepository } from '@llmgw/store';
 import type { Logger } from 'pino';
@@ -12,9 +12,11 @@ import { awaitsRendezvous, type ReplicaEntry } from '../replicas/replica.entry';
 import type { ReplicaRegistry } from '../replicas/replica.registry';
 import { planReconcile, type PlanAction, type PlanTiming, type UnplaceableState } from './reconcile.planner';
 
+type PlaceAction = Extract<PlanAction, { kind: 'place' }>;
+
 /** The store methods the reconciler needs (narrow ports, CONVENTIONS 4). */
 export interface ReconcilerStore {
-  readonly replicas: Pick<ReplicaRepository, 'place' | 'evict'>;
+  readonly replicas: Pick<ReplicaRepository, 'place' | 'placeAll' | 'evict'>;
   readonly events: Pick<EventRepository, 'record'>;
 }
 
@@ -125,8 +127,16 @@ export class Reconciler {
       newReplicaId,
     });
     const planMs = performance.now() - started;
-    for (const action of actions) {
+    for (let i = 0; i < actions.length; i++) {
       if (!this.ctx.mayAct()) break;
+      const action = actions[i];
+      if (action.kind === 'place') {
+        // Placements next to each other are stored in one transaction (see placeAll).
+        const batch = [action];
+        while (actions[i + 1]?.kind === 'place') batch.push(actions[++i] as PlaceAction);
+        await this.placeAll(batch, current.catalog);
+        continue;
+      }
       try {
         await this.apply(action, current.catalog);
       } catch (error) {
@@ -145,7 +155,7 @@ export class Reconciler {
     const now = this.ctx.clock.now();
     switch (a.kind) {
       case 'place':
-        return this.place(a, catalog, now);
+        return this.placeAll([a], catalog);
       case 'stop':
         return this.stop(a.replicaId, a.reason, a.event, now);
       case 'move': {
@@ -209,14 +219,47 @@ export class Reconciler {
     }
   }
 
-  private async place(a: Extract<PlanAction, { kind: 'place' }>, catalog: Catalog, now: number): Promise<void> {
+  /**
+   * Stores placements in one fenced transaction, then registers them and sends their commands. A
+   * batch the store refuses as a whole (an id taken meanwhile) is tried one by one, so only the
+   * replica at fault waits for the next pass; a fenced batch places nothing.
+   */
+  private async placeAll(batch: readonly PlaceAction[], catalog: Catalog): Promise<void> {
+    const now = this.ctx.clock.now();
+    const ready = batch.map((a) => this.placement(a, catalog, now)).filter((p) => p !== undefined);
+    if (ready.length === 0) return;
+    try {
+      await this.ctx.store.replicas.placeAll(
+        ready.map((p) => p.replica),
+        this.ctx.fence(),
+      );
+    } catch (error) {
+      if (ready.length === 1 || !(error instanceof DomainError) || error.code !== ErrorCode.Conflict) {
+        this.log.warn({ err: error, action: 'place', replicas: ready.length }, 'reconcile action failed; the next pass retries');
+        return;
+      }
+      for (const p of ready) {
+        try {
+          await this.ctx.store.replicas.place(p.replica, this.ctx.fence());
+          this.placed(p.action, p.replica, p.model, now);
+        } catch (one) {
+          this.log.warn({ err: one, action: 'place', replicaId: p.replica.id }, 'reconcile action failed; the next pass retries');
+        }
+      }
+      return;
+    }
+    for (const p of ready) this.placed(p.action, p.replica, p.model, now);
+  }
+
+  /** The replica a placement stores, or undefined when its model or a node changed since the plan. */
+  private placement(a: PlaceAction, catalog: Catalog, now: number): { action: PlaceAction; replica: Replica; model: Model } | undefined {
     const model = catalog.get(a.model);
     const profile = model?.profiles[a.profileIndex];
-    if (!model || !profile) return;
+    if (!model || !profile) return undefined;
     for (const m of a.members) {
       const node = this.ctx.nodes.get(m.nodeId);
       // The node changed since the snapshot (gone, silent, cordoned): the next pass decides again.
-      if (!node?.connected || node.info.state !== 'healthy' || node.info.cordoned) return;
+      if (!node?.connected || node.info.state !== 'healthy' || node.info.cordoned) return undefined;
     }
     const replica: Replica = {
       id: a.replicaId,
@@ -229,7 +272,11 @@ export class Reconciler {
       createdAt: now,
       updatedAt: now,
     };
-    await this.ctx.store.replicas.place(replica, this.ctx.fence());
+    return { action: a, replica, model };
+  }
+
+  /** A stored placement: registered, logged, and its fetch or start sent. */
+  private placed(a: PlaceAction, replica: Replica, model: Model, now: number): void {
     this.ctx.replicas.add({ replica, memberStates: {}, persisted: true, dirty: false, fetching: [...a.fetchOn], commandSentAt: now });
     const where = a.members.map((m) => `${m.nodeId}[${m.gpuIndices.join(',')}]`).join(' ');
     this.log.info({ replicaId: a.replicaId, model: model.name, profile: a.profileIndex, members: where }, 'replica placed');
