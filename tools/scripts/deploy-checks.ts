@@ -1,6 +1,6 @@
-// Helpers for tools/scripts/deploy.spec.ts: reading the deployment files under deploy/ the way
-// Prometheus, Grafana, Docker Compose and Kubernetes read them, far enough to check the names
-// they use against what the apps really export and accept.
+// Helpers for tools/scripts/deploy.spec.ts and images.spec.ts: reading the deployment files under
+// deploy/ the way Prometheus, Grafana, Docker, Docker Compose and Kubernetes read them, far enough
+// to check the names they use against what the apps really export and accept.
 import { ConfigError, loadConfig } from '@llmgw/config';
 import { z } from 'zod';
 
@@ -160,11 +160,98 @@ export function dockerInstructions(text: string): DockerInstruction[] {
   return out;
 }
 
-/** `ENV a=b c=d` (the form deploy/container/Dockerfile uses) as a map. */
+/** `ENV a=b c=d` (the form deploy/container/*.Dockerfile use) as a map. */
 export function dockerEnv(instructions: readonly DockerInstruction[]): Record<string, string> {
   const env: Record<string, string> = {};
   for (const i of instructions.filter((x) => x.keyword === 'ENV')) {
     for (const m of i.args.matchAll(/([A-Za-z_][A-Za-z0-9_]*)=("(?:[^"\\]|\\.)*"|\S*)/g)) env[m[1]] = m[2].replace(/^"(.*)"$/, '$1');
   }
   return env;
+}
+
+/** One stage of a Dockerfile: its base image (build arguments resolved), its name, its instructions. */
+export interface DockerStage {
+  from: string;
+  name?: string;
+  instructions: DockerInstruction[];
+}
+
+/** The stages of a Dockerfile; `ARG NAME=default` lines before the first FROM resolve `${NAME}` in FROM. */
+export function dockerStages(instructions: readonly DockerInstruction[]): DockerStage[] {
+  const args: Record<string, string> = {};
+  const stages: DockerStage[] = [];
+  for (const i of instructions) {
+    if (i.keyword === 'FROM') {
+      const [image, as, name] = i.args.split(/\s+/);
+      const from = image.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)/g, (_, a?: string, b?: string) => args[(a ?? b) as string] ?? '');
+      stages.push({ from, ...(as?.toUpperCase() === 'AS' && name && { name }), instructions: [] });
+    } else if (stages.length === 0) {
+      const m = /^([A-Za-z_][A-Za-z0-9_]*)=(\S*)$/.exec(i.args);
+      if (i.keyword === 'ARG' && m) args[m[1]] = m[2];
+    } else stages.at(-1)!.instructions.push(i);
+  }
+  return stages;
+}
+
+/** The official Node.js 24 images: `node:24`, `node:24.x.y`, with a variant (`-bookworm-slim`) and a digest or not. */
+const NODE_24_IMAGE = /^node:24(\.\d+){0,2}(-[a-z0-9.-]+)?(@sha256:[0-9a-f]{64})?$/;
+/** Package managers and system installers: a build stage runs them, the final stage never. */
+const INSTALLERS = /\b(apt-get|apt|apk|npm|npx|yarn|pnpm|node-gyp)\b/;
+
+/**
+ * What is wrong with the Dockerfile of one app's image (empty when nothing): every stage on a
+ * Node 24 base; from the build context only `dist/apps/<app>/` (its package.json and lockfile in
+ * a build stage that runs `npm ci --omit=dev`, then the app in the final stage); from earlier
+ * stages only their node_modules; no installer in the final stage; a numeric non-root USER;
+ * `ENTRYPOINT ["node", "main.js"]` and no CMD.
+ */
+export function imageProblems(text: string, app: string): string[] {
+  const problems: string[] = [];
+  const stages = dockerStages(dockerInstructions(text));
+  const dist = `dist/apps/${app}/`;
+  if (stages.length < 2) problems.push(`expected a build stage and a final stage, found ${stages.length} stage(s)`);
+  for (const [n, s] of stages.entries()) {
+    if (!NODE_24_IMAGE.test(s.from)) problems.push(`stage ${n + 1}: FROM ${s.from || '(empty)'} is not a Node 24 image`);
+    for (const i of s.instructions.filter((x) => x.keyword === 'COPY' || x.keyword === 'ADD')) {
+      const words = i.args.split(/\s+/);
+      const from = words.find((w) => w.startsWith('--from='))?.slice('--from='.length);
+      const sources = words.filter((w) => !w.startsWith('--')).slice(0, -1);
+      if (i.keyword === 'ADD') problems.push(`ADD ${i.args}: use COPY`);
+      else if (from !== undefined) {
+        if (!stages.slice(0, n).some((e) => e.name === from)) problems.push(`COPY ${i.args}: --from is not an earlier stage`);
+        for (const src of sources) if (!/^(\/[^/]+)*\/node_modules\/?$/.test(src)) problems.push(`COPY ${i.args}: only node_modules may come from another stage, not ${src}`);
+      } else for (const src of sources) if (!src.startsWith(dist)) problems.push(`COPY ${i.args}: ${src} is not under ${dist}`);
+    }
+  }
+  const installs = stages.slice(0, -1).filter((s) => {
+    const copied = s.instructions.filter((i) => i.keyword === 'COPY').flatMap((i) => i.args.split(/\s+/));
+    const ci = s.instructions.findIndex((i) => i.keyword === 'RUN' && /\bnpm ci --omit=dev\b/.test(i.args));
+    const lock = s.instructions.findIndex((i) => i.keyword === 'COPY' && i.args.split(/\s+/).includes(`${dist}package-lock.json`));
+    return copied.includes(`${dist}package.json`) && lock !== -1 && ci > lock;
+  });
+  if (installs.length === 0) problems.push(`no build stage copies ${dist}package.json and package-lock.json and then runs npm ci --omit=dev`);
+  for (const s of stages) {
+    for (const i of s.instructions.filter((x) => x.keyword === 'RUN' && /\bnpm (install|i|add|update)\b/.test(x.args))) problems.push(`RUN ${oneLine(i.args)}: install from the lockfile (npm ci), not npm install`);
+  }
+  const final = stages.at(-1);
+  if (final) {
+    for (const i of final.instructions.filter((x) => x.keyword === 'RUN' && INSTALLERS.test(x.args))) problems.push(`final stage: RUN ${oneLine(i.args)}: installs belong in a build stage`);
+    if (!final.instructions.some((i) => i.keyword === 'COPY' && !i.args.startsWith('--from') && i.args.split(/\s+/)[0] === dist)) problems.push(`final stage: does not copy ${dist}`);
+    const user = final.instructions.filter((i) => i.keyword === 'USER').at(-1)?.args;
+    const ids = /^(\d+):(\d+)$/.exec(user ?? '');
+    if (!ids) problems.push(`final stage: USER ${user ?? '(none)'} is not a numeric uid:gid`);
+    else if (ids[1] === '0') problems.push('final stage: USER 0 is root');
+    const entry = final.instructions.filter((i) => i.keyword === 'ENTRYPOINT').at(-1)?.args;
+    if (entry !== '["node", "main.js"]') problems.push(`final stage: ENTRYPOINT ${entry ?? '(none)'} is not ["node", "main.js"]`);
+    if (final.instructions.some((i) => i.keyword === 'CMD')) problems.push('final stage: CMD given: the image runs one app, with no arguments');
+  }
+  return problems;
+}
+
+const oneLine = (text: string): string => text.replace(/\s+/g, ' ');
+
+/** `registry/path/llmgw-<app>:<tag>` → app and tag; undefined for any other image. */
+export function llmgwImage(reference: string): { app: string; tag: string } | undefined {
+  const m = /^(?:[^/]+\/)*llmgw-([a-z]+):([A-Za-z0-9_.-]+)$/.exec(reference);
+  return m ? { app: m[1], tag: m[2] } : undefined;
 }

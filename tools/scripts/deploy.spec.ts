@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { builtinModules } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join, relative, resolve } from 'node:path';
@@ -19,6 +19,7 @@ import {
   envProblems,
   interpolateCompose,
   kubernetesEnv,
+  llmgwImage,
   llmgwNamesIn,
   metricNamesIn,
   parseEnvFile,
@@ -58,11 +59,11 @@ const portsOf = (app: AppName, env: Record<string, string>): Ports => SCHEMAS[ap
 /** Series Prometheus makes itself: per target, and for alerting rules. */
 const PROMETHEUS_SERIES = ['up', 'scrape_duration_seconds', 'scrape_samples_scraped', 'scrape_samples_post_metric_relabeling', 'scrape_series_added', 'ALERTS', 'ALERTS_FOR_STATE'];
 
-/** Which app an entry path such as `apps/router/src/main.ts` runs; throws for anything else. */
-function appOfEntry(entry: string): AppName {
-  const m = /^apps\/(router|controller|catalog|agent)\/src\/main\.ts$/.exec(entry);
-  if (!m) throw new Error(`not an app entry: ${entry}`);
-  return m[1] as AppName;
+/** The app a per-app image reference such as `registry.example.internal/llmgw-router:0.1.0` runs; throws for anything else. */
+function appOfImage(reference: string | undefined): AppName {
+  const app = llmgwImage(reference ?? '')?.app;
+  if (app === undefined || !(app in SCHEMAS) || app === 'agent') throw new Error(`not an llmgw app image: ${reference}`);
+  return app as AppName;
 }
 
 function promtool(args: string[]): { status: number | null; output: string } {
@@ -131,24 +132,26 @@ const composeExampleVars = (): Record<string, string> => parseEnvFile(read('depl
 /** `.env.example` with its tokens replaced the way the operator is told to. */
 const composeVars = (): Record<string, string> =>
   Object.fromEntries(Object.entries(composeExampleVars()).map(([k, v]) => [k, k.endsWith('_TOKEN') ? realToken(k) : v]));
-const image = () => dockerInstructions(read('deploy/container/Dockerfile'));
-const imageEnv = (): Record<string, string> => Object.fromEntries(Object.entries(dockerEnv(image())).filter(([k]) => k.startsWith('LLMGW_')));
-const execForm = (args: string): string[] => JSON.parse(args) as string[];
+/** The LLMGW_* settings an app's image (deploy/container/<app>.Dockerfile) sets. */
+const imageEnv = (app: AppName): Record<string, string> =>
+  Object.fromEntries(Object.entries(dockerEnv(dockerInstructions(read(`deploy/container/${app}.Dockerfile`)))).filter(([k]) => k.startsWith('LLMGW_')));
 
-/** The llmgw services of compose.yaml (built from deploy/container/Dockerfile): app, resolved environment. */
+/** The llmgw services of compose.yaml (those running an llmgw-<app> image): app, resolved environment. */
 function composeApps(vars: Record<string, string> = composeVars()): { service: string; app: AppName; env: Record<string, string>; spec: ComposeService }[] {
-  const defaultCmd = execForm(image().find((i) => i.keyword === 'CMD')?.args ?? '[]');
   return Object.entries(compose().services)
-    .filter(([, s]) => s.build?.dockerfile === 'deploy/container/Dockerfile')
+    .filter(([, s]) => llmgwImage(s.image ?? '') !== undefined)
     .map(([service, s]) => {
-      const env = { ...imageEnv() };
+      const app = appOfImage(s.image);
+      const env = { ...imageEnv(app) };
       for (const [k, v] of Object.entries(s.environment ?? {})) env[k] = interpolateCompose(String(v), vars);
-      return { service, app: appOfEntry((s.command ?? defaultCmd)[0]), env, spec: s };
+      return { service, app, env, spec: s };
     });
 }
 
 interface K8sContainer {
   name: string;
+  image?: string;
+  command?: string[];
   args?: string[];
   env?: KubernetesEnvVar[];
   ports?: { name: string; containerPort: number }[];
@@ -191,12 +194,10 @@ function k8sApps(secrets: Record<string, Record<string, string>> = operatorSecre
   return objects
     .filter((o) => o.kind === 'Deployment')
     .flatMap((deployment) =>
-      (deployment.spec?.template?.spec.containers ?? []).map((container) => ({
-        deployment,
-        container,
-        app: appOfEntry((container.args ?? [])[0] ?? ''),
-        env: { ...imageEnv(), ...kubernetesEnv(container.env ?? [], secrets, FIELD_EXAMPLES) },
-      })),
+      (deployment.spec?.template?.spec.containers ?? []).map((container) => {
+        const app = appOfImage(container.image);
+        return { deployment, container, app, env: { ...imageEnv(app), ...kubernetesEnv(container.env ?? [], secrets, FIELD_EXAMPLES) } };
+      }),
     );
 }
 
@@ -373,27 +374,17 @@ describe('settings and entries of the compose file, the image and the Kubernetes
     }
   });
 
-  it('the image copies what the apps need and runs an app entry that exists', () => {
-    const instructions = image();
-    expect(instructions[0]).toMatchObject({ keyword: 'ARG', args: 'NODE_IMAGE=node:20-bookworm-slim' });
-    expect(execForm(instructions.find((i) => i.keyword === 'ENTRYPOINT')!.args)).toEqual(['node', 'tools/run.cjs']);
-    const cmd = execForm(instructions.find((i) => i.keyword === 'CMD')!.args);
-    expect(existsSync(join(root, cmd[0]))).toBe(true);
-    appOfEntry(cmd[0]);
-    const copied = instructions.filter((i) => i.keyword === 'COPY' && !i.args.startsWith('--from')).flatMap((i) => i.args.split(/\s+/).slice(0, -1));
-    for (const path of copied) expect(existsSync(join(root, path)), path).toBe(true);
-    for (const needed of ['tools', 'apps', 'libs', 'tsconfig.base.json', 'package-lock.json']) expect(copied).toContain(needed);
-    expect(instructions.find((i) => i.keyword === 'USER')?.args).toMatch(/^\d+:\d+$/);
-  });
-
-  it('every package production code imports is a runtime dependency (the image has no devDependencies)', () => {
+  it('every package production code imports is a runtime dependency (a built app lists only those)', () => {
     const pkg = JSON.parse(read('package.json')) as { dependencies: Record<string, string> };
+    const DEV_ONLY = ['tools/build', 'tools/run.cjs', 'tools/bin'];
     const files = (dir: string): string[] =>
       readdirSync(join(root, dir), { withFileTypes: true }).flatMap((e) => {
         const path = `${dir}/${e.name}`;
-        // tools/build is the build itself (esbuild config, Nx plugin): it runs from the checkout, never in an image.
-        if (e.isDirectory()) return ['node_modules', 'test', 'testing', '__fixtures__', 'e2e', 'bench', 'scripts'].includes(e.name) || path === 'tools/build' ? [] : files(path);
-        return /\.(ts|cjs|mjs)$/.test(e.name) && !/\.(spec|e2e)\.ts$/.test(e.name) ? [path] : [];
+        // Only in a checkout, never in a built app: tools/build is the build itself (esbuild config,
+        // Nx plugin); tools/run.cjs (the SWC loader) and tools/bin (the `npx llmgw…` links onto it)
+        // run TypeScript from source for `npm start`, the tests and the benchmarks.
+        if (e.isDirectory()) return ['node_modules', 'test', 'testing', '__fixtures__', 'e2e', 'bench', 'scripts'].includes(e.name) || DEV_ONLY.includes(path) ? [] : files(path);
+        return /\.(ts|cjs|mjs)$/.test(e.name) && !/\.(spec|e2e)\.ts$/.test(e.name) && !DEV_ONLY.includes(path) ? [path] : [];
       });
     const missing = new Set<string>();
     for (const f of [...files('apps'), ...files('libs'), ...files('tools')]) {
@@ -407,11 +398,11 @@ describe('settings and entries of the compose file, the image and the Kubernetes
     expect([...missing]).toEqual([]);
   });
 
-  it('compose: every llmgw service runs an app entry that exists, with settings its schema reads and accepts', () => {
+  it('compose: every llmgw service runs an app image, with settings its schema reads and accepts', () => {
     const apps = composeApps();
     expect(apps.map((a) => `${a.service}:${a.app}`).sort()).toEqual(['catalog:catalog', 'controller:controller', 'router-1:router', 'router-2:router']);
     for (const { service, app, env, spec } of apps) {
-      expect(existsSync(join(root, spec.command![0])), service).toBe(true);
+      expect(spec.command, service).toBeUndefined();
       expect(envProblems(SCHEMAS[app], env), service).toEqual([]);
       const { port, grpcPort } = portsOf(app, env);
       const published = (spec.ports ?? []).map((p) => Number(p.split(':').at(-1)));
@@ -421,7 +412,7 @@ describe('settings and entries of the compose file, the image and the Kubernetes
     }
   });
 
-  it('kubernetes: every container runs an app entry that exists, with settings its schema reads and accepts', () => {
+  it('kubernetes: every container runs an app image, with settings its schema reads and accepts', () => {
     const apps = k8sApps();
     expect(apps.map((a) => `${a.deployment.metadata.name}:${a.app}`).sort()).toEqual([
       'llmgw-catalog:catalog',
@@ -430,7 +421,7 @@ describe('settings and entries of the compose file, the image and the Kubernetes
     ]);
     for (const { deployment, container, app, env } of apps) {
       const where = deployment.metadata.name;
-      expect(existsSync(join(root, container.args![0])), where).toBe(true);
+      expect([container.command, container.args], where).toEqual([undefined, undefined]);
       expect(envProblems(SCHEMAS[app], env), where).toEqual([]);
       const { port, grpcPort } = portsOf(app, env);
       const ports = Object.fromEntries((container.ports ?? []).map((p) => [p.name, p.containerPort]));
