@@ -50,7 +50,8 @@ describe('deploy/systemd/llmgw-agent.service', () => {
     expect(one('NoNewPrivileges')).toBe('yes');
     expect(one('ProtectSystem')).toBe('strict');
     expect(one('EnvironmentFile')).toBe('/etc/llmgw/agent.env');
-    expect(one('ExecStart')).toMatch(/^\/usr\/bin\/node \/opt\/llmgw\/tools\/bin\/llmgw-agent\.cjs$/);
+    // The built agent (dist/apps/agent installed in /opt/llmgw-agent), no TypeScript loader.
+    expect(one('ExecStart')).toBe('/usr/bin/node /opt/llmgw-agent/main.js');
     expect(service.has('PrivateDevices')).toBe(false);
 
     const env = new Map((service.get('Environment') ?? []).map((e) => e.split('=', 2) as [string, string]));
