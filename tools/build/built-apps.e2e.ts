@@ -118,8 +118,8 @@ describe('built apps', () => {
     const rootLock = JSON.parse(readFileSync(join(repoRoot(), 'package-lock.json'), 'utf8')) as { packages: Record<string, { version: string }> };
     expect(Object.keys(pkg.dependencies).length).toBeGreaterThan(0);
     for (const [name, version] of Object.entries(pkg.dependencies)) expect(`${name}@${version}`).toBe(`${name}@${rootLock.packages[`node_modules/${name}`].version}`);
-    // No build or test tooling is shipped.
-    for (const dev of ['@swc/core', '@swc-node/register', 'vitest', 'typescript', 'nx']) expect(existsSync(join(dir, 'node_modules', dev))).toBe(false);
+    // No build or test tooling is shipped, and no app loads node-llama-cpp (only tools/llama-engine does).
+    for (const dev of ['@swc/core', '@swc-node/register', 'vitest', 'typescript', 'nx', 'node-llama-cpp']) expect(existsSync(join(dir, 'node_modules', dev))).toBe(false);
   });
 
   it.each(SERVERS)(
