@@ -113,6 +113,37 @@ describe('PolicyHttpClient (real loopback server)', () => {
     }
   });
 
+  it('a connection cut before the body is read still ends the read with an error, after the bytes that came', async () => {
+    // The server sends part of the body and closes; the reader starts only once the connection
+    // is gone on both ends (as when the downloader opens its file first). Without listening from
+    // the response on, the close went unseen and the read waited forever.
+    let closed!: Promise<void>;
+    const cutting = createServer((_req, res) => {
+      closed = new Promise((resolve) => res.socket?.once('close', () => resolve()));
+      res.writeHead(200, { 'content-length': 1000 });
+      res.write('0123456789', () => res.socket?.end());
+    });
+    await new Promise<void>((resolve) => cutting.listen(0, '127.0.0.1', resolve));
+    try {
+      const res = await new PolicyHttpClient(policy(['127.0.0.1/32'])).get(`http://127.0.0.1:${(cutting.address() as AddressInfo).port}/x`, { headers: {}, signal: signal() });
+      await closed;
+      await new Promise((resolve) => setImmediate(resolve));
+      const got: string[] = [];
+      const reading = (async () => {
+        for await (const chunk of res.body) got.push(Buffer.from(chunk).toString());
+        return 'ended';
+      })().catch((e: unknown) => e);
+      let timer: NodeJS.Timeout | undefined;
+      const outcome = await Promise.race([reading, new Promise((resolve) => (timer = setTimeout(() => resolve('still waiting'), 10_000)))]);
+      clearTimeout(timer);
+      expect(outcome).toBeInstanceOf(Error);
+      expect(got.join('')).toBe('0123456789');
+    } finally {
+      cutting.closeAllConnections();
+      await new Promise<void>((resolve) => cutting.close(() => resolve()));
+    }
+  });
+
   it('follows an allowed redirect, dropping Authorization when it leaves the origin', async () => {
     const other = createServer((req, res) => {
       seen.push({ url: `other${req.url ?? ''}`, headers: req.headers });

@@ -123,8 +123,11 @@ function wrap(res: IncomingMessage): HttpResponse {
  * The body's chunks, every byte that arrived before an error included: a connection cut
  * mid-body ends the iteration with an error only after the bytes it delivered (the downloader
  * resumes from them). Read in flowing mode with a small queue; paused while the queue is full.
+ * It listens from the moment the response arrives, not from the first read: a connection cut
+ * before the reader starts (the downloader opens its file in between) would otherwise have
+ * closed the response unseen and left the reader waiting forever.
  */
-async function* bodyOf(res: IncomingMessage): AsyncIterable<Uint8Array> {
+function bodyOf(res: IncomingMessage): AsyncIterable<Uint8Array> {
   const queue: Buffer[] = [];
   let ended = false;
   let failure: Error | undefined;
@@ -150,15 +153,19 @@ async function* bodyOf(res: IncomingMessage): AsyncIterable<Uint8Array> {
     if (!ended && failure === undefined) failure = new Error('the connection closed before the body ended');
     poke();
   });
-  for (;;) {
-    const chunk = queue.shift();
-    if (chunk !== undefined) {
-      if (queue.length < 4 && res.isPaused()) res.resume();
-      yield chunk;
-      continue;
-    }
-    if (failure !== undefined) throw failure;
-    if (ended) return;
-    await new Promise<void>((resolve) => (wake = resolve));
-  }
+  return {
+    async *[Symbol.asyncIterator]() {
+      for (;;) {
+        const chunk = queue.shift();
+        if (chunk !== undefined) {
+          if (queue.length < 4 && res.isPaused()) res.resume();
+          yield chunk;
+          continue;
+        }
+        if (failure !== undefined) throw failure;
+        if (ended) return;
+        await new Promise<void>((resolve) => (wake = resolve));
+      }
+    },
+  };
 }
