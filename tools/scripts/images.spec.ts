@@ -109,6 +109,14 @@ describe('deploy/container', () => {
     );
   });
 
+  it("the repository's own .dockerignore admits only dist/apps/, for builders that do not read the per-Dockerfile one", () => {
+    const rules = read('.dockerignore')
+      .split('\n')
+      .map((l) => l.trim())
+      .filter((l) => l && !l.startsWith('#'));
+    expect(rules).toEqual(['*', '!dist/apps/']);
+  });
+
   it('every llmgw image compose and Kubernetes name is one of these', () => {
     const named = [...Object.values(composeServices()).map((s) => s.image ?? ''), ...k8sContainers().map((c) => c.image ?? '')].filter((i) => /llmgw/.test(i));
     expect(named.length).toBeGreaterThan(0);
