@@ -365,7 +365,7 @@ describe('deploy/grafana', () => {
   });
 });
 
-describe('settings and entries of the compose file, the image and the Kubernetes manifests', () => {
+describe('settings and entries of the compose file, the images and the Kubernetes manifests', () => {
   it('every YAML file under deploy/ parses', () => {
     const files = deployYamlFiles();
     expect(files.length).toBeGreaterThan(10);
