@@ -48,11 +48,15 @@ afterAll(async () => {
   rmSync(work, { recursive: true, force: true });
 });
 
-/** This process's environment without npm's per-script variables (npm test sets them) or LLMGW_* settings. */
+/**
+ * This process's environment without npm's per-script variables (npm test sets them) or LLMGW_*
+ * settings. npm_config_nodedir stays: it names the headers of the Node running the tests (.ci/run
+ * sets it for Node 24), which native modules must be compiled against.
+ */
 function npmEnv(): Record<string, string> {
   const env: Record<string, string> = {};
   for (const [key, value] of Object.entries(process.env)) {
-    if (value !== undefined && !/^npm_/i.test(key) && !key.startsWith('LLMGW_') && key !== 'INIT_CWD') env[key] = value;
+    if (value !== undefined && (!/^npm_/i.test(key) || key.toLowerCase() === 'npm_config_nodedir') && !key.startsWith('LLMGW_') && key !== 'INIT_CWD') env[key] = value;
   }
   return env;
 }
