@@ -36,7 +36,7 @@ describe('keys the controller manages, at a real router', () => {
       ...runTsEntry('apps/router/src/main.ts'),
       name: 'llmgw-router',
       cleanEnv: true,
-      env: { ...env, LLMGW_ROUTER_PORT: '0', LLMGW_ROUTER_CONTROLLER: controller.grpc, LLMGW_ROUTER_CONTROLLER_TOKEN: routerToken },
+      env: { ...env, LLMGW_ROUTER_PORT: '0', LLMGW_ROUTER_CONTROLLER: controller.grpc, LLMGW_ROUTER_CONTROLLER_TOKEN: routerToken, LLMGW_ROUTER_KEY_METRICS: 'true' },
       readyWhen: { stdoutMatch: /llmgw-router listening on (http:\/\/127\.0\.0\.1:\d+)/ },
       deadlineMs: 60_000,
     });
@@ -68,6 +68,14 @@ describe('keys the controller manages, at a real router', () => {
     expect((await chat('qwen', SHORT)).status).toBe(200);
     await waitFor(async () => (await chat('qwen', SHORT)).status === 401, { deadlineMs: 10_000, message: 'the short-lived key expires' });
     expect(await (await chat('qwen', SHORT)).json()).toMatchObject({ error: { message: 'The API key has expired.' } });
+
+    // Per-key series, asked for here: requests by status and tokens by kind, for the key that made them.
+    const metrics = await (await fetch(`${base}/metrics`)).text();
+    expect(metrics).toMatch(/^llmgw_router_key_requests_total\{key="search",model="llama",status="200"\} [1-9]/m);
+    expect(metrics).toMatch(/^llmgw_router_key_tokens_total\{key="search",model="llama",kind="completion"\} [1-9]/m);
+    // The model the key may not use is not named in the key's series either.
+    expect(metrics).toMatch(/^llmgw_router_key_requests_total\{key="search",model="",status="404"\} 1$/m);
+    expect(metrics).not.toMatch(/^llmgw_router_key_\w+\{key="search",model="qwen"/m);
 
     const revokedAt = Date.now();
     await store.apiKeys.revoke('search');

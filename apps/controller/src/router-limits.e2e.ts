@@ -118,5 +118,7 @@ describe('key limits across three routers and Redis', () => {
     const asked = await chunks(true);
     expect(asked.at(-1)).toMatchObject({ choices: [], usage: { prompt_tokens: expect.any(Number), completion_tokens: expect.any(Number) } });
     for (const r of routers) expect(r.stdout + r.stderr).not.toContain(secret);
+    // Per-key series are off unless asked for (LLMGW_ROUTER_KEY_METRICS): no sample names a key.
+    expect(await (await fetch(`${bases[0]}/metrics`)).text()).not.toMatch(/^llmgw_router_key_\w+\{/m);
   }, 180_000);
 });

@@ -139,6 +139,8 @@ export const routerConfigSchema = z
     LLMGW_ROUTER_HOLD_UNTIL_CONTENT: envVar(durationBetween(0, 30_000), { default: 2_000 }),
     /** Adds `x-llmgw-route` (chosen replica and why) to every proxied response; off by default: it names replicas to clients. */
     LLMGW_ROUTER_DEBUG_HEADER: env.boolean({ default: false }),
+    /** Per-key series (llmgw_router_key_*): one per key and model, so off by default to bound cardinality. */
+    LLMGW_ROUTER_KEY_METRICS: env.boolean({ default: false }),
     LLMGW_ROUTER_SCRAPE_INTERVAL: envVar(durationAtLeast(10), { default: 1_000 }),
     /** One scrape may take this long (at most 60 s); past it the scrape counts as unanswered. */
     LLMGW_ROUTER_SCRAPE_TIMEOUT: envVar(durationBetween(1, 60_000), { default: 800 }),
@@ -199,6 +201,7 @@ export const routerConfigSchema = z
       idleTimeoutMs: e.LLMGW_ROUTER_IDLE_TIMEOUT,
       holdUntilContentMs: e.LLMGW_ROUTER_HOLD_UNTIL_CONTENT,
       debugHeader: e.LLMGW_ROUTER_DEBUG_HEADER,
+      keyMetrics: e.LLMGW_ROUTER_KEY_METRICS,
     },
     admission: {
       thresholds: { maxWaiting: e.LLMGW_ROUTER_MAX_WAITING, maxKvUsage: e.LLMGW_ROUTER_MAX_KV_USAGE, maxInFlight: e.LLMGW_ROUTER_MAX_IN_FLIGHT },

@@ -53,6 +53,9 @@ export class RouterMetrics {
   /** Tokens the engines' `usage` reported, by model and kind (prompt, completion). */
   readonly tokens: FastCounter;
   readonly keyLimitRefusals: Counter<'reason'>;
+  /** Per-key series, filled only with LLMGW_ROUTER_KEY_METRICS (one per key and model). */
+  readonly keyRequests: FastCounter;
+  readonly keyTokens: FastCounter;
   /** 1 while key limits are enforced per router (limit ÷ routers) because Redis is unreachable. */
   readonly limitsDegraded: Gauge;
   readonly upstreamErrors: Counter<'endpoint' | 'kind'>;
@@ -170,8 +173,10 @@ export class RouterMetrics {
       registers: registersList,
     });
     this.tokens = new FastCounter('llmgw_router_tokens_total', "Tokens the engines' usage reported, by model and kind (prompt, completion); requests with an API key only.", ['model', 'kind'], registers);
+    this.keyRequests = new FastCounter('llmgw_router_key_requests_total', 'Requests per API key, model and status; only with LLMGW_ROUTER_KEY_METRICS.', ['key', 'model', 'status'], registers);
+    this.keyTokens = new FastCounter('llmgw_router_key_tokens_total', "Tokens per API key, model and kind (prompt, completion) from the engines' usage; only with LLMGW_ROUTER_KEY_METRICS.", ['key', 'model', 'kind'], registers);
     this.keyLimitRefusals = new Counter({
-      name: 'llmgw_router_key_limit_refusals_total',
+      name: 'llmgw_router_limit_refusals_total',
       help: "Requests refused by their API key's limits, by answer (rate_limit_exceeded, insufficient_quota).",
       labelNames: ['reason'],
       registers: registersList,

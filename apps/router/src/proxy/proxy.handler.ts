@@ -43,6 +43,8 @@ export interface ProxyOptions {
   readonly holdUntilContentMs: number;
   /** Adds `x-llmgw-route` to proxied responses: the chosen replica and why (see routeHeader). Off by default. */
   readonly debugHeader?: boolean;
+  /** Counts requests and tokens per API key too (`llmgw_router_key_*`). Off by default: one series per key and model. */
+  readonly keyMetrics?: boolean;
 }
 
 /** The debug header's name. */
@@ -777,6 +779,7 @@ export class ProxyHandler {
   private finish(ex: Exchange, status: number): void {
     if (ex.finished) return;
     ex.finished = true;
+    if (this.options.keyMetrics === true && ex.key !== undefined) this.metrics.keyRequests.inc([ex.key.name, ex.model, String(status)]);
     this.settleLimits(ex, status);
     this.count(ex.route, ex.model, status, ex.start);
     if (ex.bytes > 0) this.metrics.responseBytes.inc([ex.model], ex.bytes);
@@ -794,6 +797,10 @@ export class ProxyHandler {
     if (usage !== undefined) {
       this.metrics.tokens.inc([ex.model, 'prompt'], usage.promptTokens);
       this.metrics.tokens.inc([ex.model, 'completion'], usage.completionTokens);
+      if (this.options.keyMetrics === true && ex.key !== undefined) {
+        this.metrics.keyTokens.inc([ex.key.name, ex.model, 'prompt'], usage.promptTokens);
+        this.metrics.keyTokens.inc([ex.key.name, ex.model, 'completion'], usage.completionTokens);
+      }
       if (ex.key !== undefined) this.keyUsage?.(ex.key.name, ex.model, usage);
     }
     const admission = ex.limits;
