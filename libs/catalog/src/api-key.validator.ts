@@ -95,18 +95,23 @@ function parseModels(raw: unknown, known: KnownModel, problems: Problem[], requi
   return raw as string[];
 }
 
-function parseLimits(raw: unknown, problems: Problem[]): KeyLimits | undefined {
+/** A key's limits as written (each a whole number 1..MAX_KEY_LIMIT, unknown names refused); problems name `<path>.<field>`. */
+export function parseKeyLimits(raw: unknown, problems: Problem[], path = 'limits'): KeyLimits | undefined {
+  return parseLimits(raw, problems, path);
+}
+
+function parseLimits(raw: unknown, problems: Problem[], path = 'limits'): KeyLimits | undefined {
   if (!isObject(raw)) {
-    problems.push({ path: 'limits', message: `expected an object with any of ${LIMIT_FIELDS.join(', ')}` });
+    problems.push({ path, message: `expected an object with any of ${LIMIT_FIELDS.join(', ')}` });
     return undefined;
   }
-  unknownFields(raw, new Set(LIMIT_FIELDS), problems, 'limits.');
+  unknownFields(raw, new Set(LIMIT_FIELDS), problems, `${path}.`);
   const limits: Record<string, number> = {};
   for (const field of LIMIT_FIELDS) {
     const v = raw[field];
     if (v === undefined) continue;
     if (typeof v !== 'number' || !Number.isInteger(v) || v < 1 || v > MAX_KEY_LIMIT) {
-      problems.push({ path: `limits.${field}`, message: `expected a whole number from 1 to ${MAX_KEY_LIMIT} (leave it out for no limit)` });
+      problems.push({ path: `${path}.${field}`, message: `expected a whole number from 1 to ${MAX_KEY_LIMIT} (leave it out for no limit)` });
     } else limits[field] = v;
   }
   return limits;

@@ -37,5 +37,5 @@ export {
   type WeightsSource,
 } from './source-policy';
 export { parseTimeout, TIMEOUT_MAX_MS, TIMEOUT_MIN_MS, type TimeoutResult } from './timeout.parser';
-export { API_KEY_NAME_RE, keyAllowsModel, validateApiKeyPatch, validateApiKeySpec, type ApiKeyPatch, type ApiKeySpec, type KnownModel } from './api-key.validator';
+export { API_KEY_NAME_RE, keyAllowsModel, parseKeyLimits, validateApiKeyPatch, validateApiKeySpec, type ApiKeyPatch, type ApiKeySpec, type KnownModel } from './api-key.validator';
 export { parseRouting, type RoutingResult, type RoutingSpec } from './routing-policy.parser';

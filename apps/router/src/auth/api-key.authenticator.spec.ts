@@ -75,3 +75,18 @@ describe('ApiKeyAuthenticator with keys the controller manages', () => {
     expect(keyAllows({ name: 'file', limits: {} }, 'anything', 'anything')).toBe(true);
   });
 });
+
+describe('parseApiKeys with models and limits', () => {
+  it('reads each key\'s models and limits, and lists every problem of them with its path', () => {
+    const keys = parseApiKeys('keys:\n  - { name: a, key: sk-0123456789abcdef, models: [llama, "qwen*"], limits: { requestsPerMinute: 60, concurrentRequests: 2 } }\n  - { name: b, key: sk-fedcba9876543210 }\n', 'f');
+    expect(keys).toEqual([
+      { name: 'a', key: 'sk-0123456789abcdef', models: ['llama', 'qwen*'], limits: { requestsPerMinute: 60, concurrentRequests: 2 } },
+      { name: 'b', key: 'sk-fedcba9876543210' },
+    ]);
+    const auth = new ApiKeyAuthenticator(keys);
+    expect(auth.check('Bearer sk-0123456789abcdef')).toEqual({ ok: true, key: { name: 'a', models: ['llama', 'qwen*'], limits: { requestsPerMinute: 60, concurrentRequests: 2 } } });
+    expect(() => parseApiKeys('keys:\n  - { name: a, key: sk-0123456789abcdef, models: [], limits: { requestsPerMinute: -1, burst: 3 } }\n', 'f')).toThrow(
+      /keys\[0\]\.limits\.burst: unknown field[\s\S]*keys\[0\]\.limits\.requestsPerMinute: expected a whole number[\s\S]*keys\[0\]\.models: expected a list/,
+    );
+  });
+});

@@ -1,13 +1,17 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { keyAllowsModel } from '@llmgw/catalog';
-import type { Clock, KeyLimits, ManagedKey } from '@llmgw/domain';
+import { keyAllowsModel, parseKeyLimits } from '@llmgw/catalog';
+import type { Clock, KeyLimits, ManagedKey, Problem } from '@llmgw/domain';
 import { parse as parseYaml } from 'yaml';
 
 /** One accepted API key and the name logs and metrics use for it (never the key itself). */
 export interface ApiKeyEntry {
   readonly name: string;
   readonly key: string;
+  /** Models it may use (names, aliases, `prefix*`, `*`); absent: every model. */
+  readonly models?: readonly string[];
+  /** Its limits; absent: none. */
+  readonly limits?: KeyLimits;
 }
 
 const sha256 = (text: string): string => createHash('sha256').update(text).digest('hex');
@@ -43,7 +47,7 @@ export class ApiKeyAuthenticator {
     entries: readonly ApiKeyEntry[],
     private readonly clock: Clock = { now: () => Date.now() },
   ) {
-    for (const e of entries) this.fromFile.set(sha256(e.key), { name: e.name, limits: {} });
+    for (const e of entries) this.fromFile.set(sha256(e.key), { name: e.name, limits: e.limits ?? {}, ...(e.models !== undefined && { models: e.models }) });
   }
 
   get size(): number {
@@ -125,17 +129,22 @@ export function parseApiKeys(text: string, source: string): ApiKeyEntry[] {
         problems.push(`${at}: expected { name, key }`);
         return;
       }
-      const { name, key } = item as { name?: unknown; key?: unknown };
-      const extra = Object.keys(item).filter((k) => k !== 'name' && k !== 'key');
+      const { name, key, models, limits } = item as { name?: unknown; key?: unknown; models?: unknown; limits?: unknown };
+      const extra = Object.keys(item).filter((k) => !['name', 'key', 'models', 'limits'].includes(k));
       if (extra.length > 0) problems.push(`${at}: unknown field(s) ${extra.join(', ')}`);
       if (typeof name !== 'string' || !/^[A-Za-z0-9_.:-]{1,64}$/.test(name)) problems.push(`${at}.name: expected 1-64 of A-Z a-z 0-9 _ . : -`);
       else if (names.has(name)) problems.push(`${at}.name: '${name}' is used twice`);
       if (typeof key !== 'string' || key.length < 16 || /\s/.test(key)) problems.push(`${at}.key: expected at least 16 characters without whitespace`);
       else if (keys.has(key)) problems.push(`${at}.key: the same key is listed twice`);
+      const limitProblems: Problem[] = [];
+      const parsedLimits = limits === undefined ? undefined : parseKeyLimits(limits, limitProblems, `${at}.limits`);
+      for (const p of limitProblems) problems.push(`${p.path}: ${p.message}`);
+      const modelsOk = models === undefined || (Array.isArray(models) && models.length > 0 && models.every((m) => typeof m === 'string' && m !== ''));
+      if (!modelsOk) problems.push(`${at}.models: expected a list of model names, aliases, "prefix*" or "*"`);
       if (typeof name === 'string' && typeof key === 'string') {
         names.add(name);
         keys.add(key);
-        entries.push({ name, key });
+        entries.push({ name, key, ...(modelsOk && models !== undefined && { models: models as string[] }), ...(parsedLimits !== undefined && { limits: parsedLimits }) });
       }
     });
     if (list.length === 0) problems.push(`${base || '(document)'}: no keys listed (leave the setting unset to run without authentication)`);
