@@ -5,7 +5,9 @@
 // Targets: router adds p50 ≤ 0.3 ms and p99 ≤ 2 ms, and reaches ≥ half of nginx's req/s.
 // Usage: node tools/run.cjs tools/bench/router.bench.ts [--rate 1000] [--seconds 3] [--rounds 3]
 //        [--connections 64] [--upstream node|sim] [--policy default|least-load|prefix-affinity|round-robin]
-//        [--body-bytes 80] [--no-write]
+//        [--body-bytes 80] [--limits] [--no-write]
+// --limits adds a second router whose static key has limits in Redis (LLMGW_REDIS_URL, the
+// machine's Redis) and sends the key on every path, to show what the limit check adds.
 // --policy sets the model's routing policy (default: none set, the router's default for chat, prefix-affinity);
 // --body-bytes pads the chat message so the body has that many bytes (e.g. 102400 for a 100 KB chat body).
 // Needs nginx and wrk on PATH (apt-get install -y nginx wrk). Load goes to 127.0.0.1 only and
@@ -16,7 +18,7 @@ import { Agent, request } from 'node:http';
 import * as os from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { freePort, runTsEntry, spawnProcess, stopAllSpawned, type SpawnedProcess } from '@llmgw/testing';
+import { freePort, runTsEntry, spawnProcess, stopAllSpawned, testRedisUrl, type SpawnedProcess } from '@llmgw/testing';
 import { machineLine, percentile, printTable, writeSection } from './bench-report';
 
 const { values: args } = parseArgs({
@@ -29,6 +31,7 @@ const { values: args } = parseArgs({
     policy: { type: 'string', default: 'default' },
     'body-bytes': { type: 'string', default: '80' },
     'no-write': { type: 'boolean', default: false },
+    limits: { type: 'boolean', default: false },
   },
 });
 const RATE = Number(args.rate);
@@ -140,15 +143,29 @@ async function startEngine(): Promise<{ proc: SpawnedProcess; url: string; what:
   return { proc, url: proc.readyMatch?.[1] ?? '', what: 'a minimal instant engine (one Node process, a fixed 238-byte chat completion)' };
 }
 
-async function startRouter(dir: string, engineUrl: string): Promise<{ url: string; pid: number }> {
-  const config = join(dir, 'router.yaml');
+/** The key every request carries when --limits is on; the router with limits checks it, the others pass it on unread. */
+const BENCH_KEY = 'llmgw-bench-key-0123456789abcdef';
+const AUTH: Record<string, string> = args.limits ? { authorization: `Bearer ${BENCH_KEY}` } : {};
+
+async function startRouter(dir: string, engineUrl: string, limits = false): Promise<{ url: string; pid: number }> {
+  const config = join(dir, limits ? 'router-limits.yaml' : 'router.yaml');
+  const keysFile = join(dir, 'keys.yaml');
+  // Limits far above the load, so every request is admitted and the cost measured is the check's.
+  if (limits) writeFileSync(keysFile, `keys:\n  - { name: bench-${process.pid}, key: ${BENCH_KEY}, limits: { requestsPerMinute: 1000000000, tokensPerMinute: 1000000000, concurrentRequests: 1000000 } }\n`);
   writeFileSync(config, `models:\n  - { name: bench, engine: vllm${ROUTING} }\nendpoints:\n  - { id: engine, model: bench, url: "${engineUrl}" }\n`);
   const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('LLMGW_')));
   const proc = await spawnProcess({
     ...runTsEntry('apps/router/src/main.ts'),
     name: 'llmgw-router',
     cleanEnv: true,
-    env: { ...env, LLMGW_ROUTER_PORT: '0', LLMGW_DATA_DIR: dir, LLMGW_ROUTER_CONFIG_FILE: config, LLMGW_LOG_LEVEL: 'info' },
+    env: {
+      ...env,
+      LLMGW_ROUTER_PORT: '0',
+      LLMGW_DATA_DIR: dir,
+      LLMGW_ROUTER_CONFIG_FILE: config,
+      LLMGW_LOG_LEVEL: 'info',
+      ...(limits && { LLMGW_ROUTER_API_KEYS_FILE: keysFile, LLMGW_REDIS_URL: testRedisUrl() }),
+    },
     readyWhen: { stdoutMatch: /llmgw-router listening on (http:\/\/127\.0\.0\.1:\d+)/ },
     deadlineMs: 60_000,
   });
@@ -225,7 +242,7 @@ function openLoop(base: string, rate: number, ms: number): Promise<{ latencies: 
     const fire = (): void => {
       const t0 = performance.now();
       const req = request(
-        { agent, host: url.hostname, port: url.port, path: url.pathname, method: 'POST', headers: { 'content-type': 'application/json', 'content-length': BODY.length } },
+        { agent, host: url.hostname, port: url.port, path: url.pathname, method: 'POST', headers: { 'content-type': 'application/json', 'content-length': BODY.length, ...AUTH } },
         (res) => {
           res.resume();
           res.on('end', () => {
@@ -257,7 +274,8 @@ function openLoop(base: string, rate: number, ms: number): Promise<{ latencies: 
 /** wrk with one thread and `CONNECTIONS` connections for `seconds`: requests per second and count (non-2xx counted as errors). */
 function maxThroughput(dir: string, base: string, seconds: number): Promise<{ rps: number; requests: number; errors: number }> {
   const script = join(dir, 'post.lua');
-  writeFileSync(script, `wrk.method = "POST"\nwrk.body = '${BODY.toString()}'\nwrk.headers["Content-Type"] = "application/json"\n`);
+  const auth = AUTH.authorization !== undefined ? `wrk.headers["Authorization"] = "${AUTH.authorization}"\n` : '';
+  writeFileSync(script, `wrk.method = "POST"\nwrk.body = '${BODY.toString()}'\nwrk.headers["Content-Type"] = "application/json"\n${auth}`);
   return new Promise((resolve, reject) => {
     execFile('wrk', ['-t1', `-c${CONNECTIONS}`, `-d${seconds}s`, '-s', script, `${base}${PATH}`], { timeout: (seconds + 30) * 1000 }, (error, stdout) => {
       if (error) return reject(new Error(`wrk failed: ${error.message}`));
@@ -300,6 +318,10 @@ async function main(): Promise<void> {
       { name: 'nginx proxy_pass', url: nginx.url, pids: [nginx.pid] },
       { name: 'bare Node http proxy', url: bare.url, pids: [bare.pid] },
     ];
+    if (args.limits) {
+      const limited = await startRouter(dir, engine.url, true);
+      targets.splice(2, 0, { name: 'llmgw-router, key limits in Redis', url: limited.url, pids: [limited.pid] });
+    }
     /** Per round and path: p50 and p99 of that round's samples (the report takes the median over rounds). */
     const roundStats = new Map<string, { p50: number[]; p99: number[] }>(targets.map((t) => [t.name, { p50: [], p99: [] }]));
     const errors = new Map<string, number>(targets.map((t) => [t.name, 0]));
@@ -371,6 +393,11 @@ async function main(): Promise<void> {
       ['proxy CPU per request vs nginx', (cpuPerRequest('llmgw-router') / cpuPerRequest('nginx proxy_pass')).toFixed(2), '-', '-'],
       ['proxy CPU per request vs bare Node http proxy', (cpuPerRequest('llmgw-router') / cpuPerRequest('bare Node http proxy')).toFixed(2), '-', '-'],
     ];
+    if (args.limits) {
+      const withLimits = p('llmgw-router, key limits in Redis', 50) - direct.p50;
+      summary.push(['added p50 latency with key limits in Redis (ms)', ms(withLimits), '≤ 0.500', verdict(withLimits, 0.5)]);
+      summary.push(['  of which the limit check (ms)', ms(withLimits - addedP50), '-', '-']);
+    }
     printTable(rows);
     printTable(summary);
 
