@@ -14,6 +14,9 @@ import { AdminTokensController, SECRET_BYTES } from './tokens/admin-tokens.contr
 import { USAGE_CLOCK, UsageController } from './usage/usage.controller';
 import { KeysApiService, type KeysApiStore } from './keys/keys-api.service';
 
+/** The wall clock the API's services read (one, for every provider that needs it). */
+const SYSTEM_CLOCK = { now: (): number => Date.now() };
+
 /** What llmgw-catalog is built from: its validated config, its logger and its metrics registry. */
 export interface CatalogModuleOptions {
   config: CatalogConfig;
@@ -43,11 +46,11 @@ export class CatalogModule {
           useFactory: (store: CatalogApiStore, logger: Logger) => new CatalogApiService(store, logger),
         },
         { provide: SECRET_BYTES, useValue: randomBytes },
-        { provide: USAGE_CLOCK, useValue: { now: () => Date.now() } },
+        { provide: USAGE_CLOCK, useValue: SYSTEM_CLOCK },
         {
           provide: KeysApiService,
           inject: [CATALOG_STORE, SECRET_BYTES],
-          useFactory: (store: KeysApiStore, bytes: (n: number) => Buffer) => new KeysApiService(store, bytes, { now: () => Date.now() }),
+          useFactory: (store: KeysApiStore, bytes: (n: number) => Buffer) => new KeysApiService(store, bytes, SYSTEM_CLOCK),
         },
         problemFilterProvider({
           context: 'CatalogApi',

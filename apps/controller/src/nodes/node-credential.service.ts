@@ -1,4 +1,5 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { randomBytes, timingSafeEqual } from 'node:crypto';
+import { secretHash } from '@llmgw/observability';
 import type { Clock } from '@llmgw/domain';
 import type { NodeRepository } from '@llmgw/store';
 
@@ -10,7 +11,7 @@ const SECRET_BYTES = 32;
 
 /** The hash stored for a secret: SHA-256, hex. A 256-bit random secret needs no slow hash. */
 export function hashNodeSecret(secret: string): string {
-  return createHash('sha256').update(secret, 'utf8').digest('hex');
+  return secretHash(secret);
 }
 
 /**

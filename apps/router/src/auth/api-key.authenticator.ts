@@ -1,6 +1,6 @@
-import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { keyAllowsModel, parseKeyLimits } from '@llmgw/catalog';
+import { bearerSecret, secretHash } from '@llmgw/observability';
 import type { Clock, KeyLimits, ManagedKey, Problem } from '@llmgw/domain';
 import { parse as parseYaml } from 'yaml';
 
@@ -14,7 +14,8 @@ export interface ApiKeyEntry {
   readonly limits?: KeyLimits;
 }
 
-const sha256 = (text: string): string => createHash('sha256').update(text).digest('hex');
+// The one secret digest and Bearer parse of llmgw's credentials (libs/observability).
+const sha256 = secretHash;
 
 /** What the router knows of an accepted key: never its secret. */
 export interface RouterKey {
@@ -70,9 +71,9 @@ export class ApiKeyAuthenticator {
   /** The key presented in an Authorization header value, or why there is none. */
   check(authorization: string | undefined): KeyCheck {
     if (authorization === undefined) return { ok: false, reason: 'missing' };
-    const m = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(authorization);
-    if (m === null) return { ok: false, reason: 'missing' };
-    const digest = sha256(m[1]);
+    const secret = bearerSecret(authorization);
+    if (secret === undefined) return { ok: false, reason: 'missing' };
+    const digest = sha256(secret);
     const key = this.managed.get(digest) ?? this.fromFile.get(digest);
     if (key === undefined) return { ok: false, reason: 'unknown' };
     if (key.expiresAt !== undefined && key.expiresAt <= this.clock.now()) return { ok: false, reason: 'expired' };
