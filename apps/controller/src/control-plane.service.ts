@@ -7,12 +7,11 @@ import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import { CatalogReloader, type CurrentCatalog } from './catalog/catalog.reloader';
 import type { ControllerConfig } from './config/controller.config';
-import { agentService, type Admission, type AgentStreamHandler } from './grpc/agent.service';
+import { AgentConnect, type Admission, type AgentStreamHandler } from './grpc/agent.service';
 import { AgentSessions, type AgentSession } from './grpc/agent.sessions';
-import { ControllerGrpcServer } from './grpc/grpc.server';
 import { NodeCredentialService, type NodeAuthentication } from './nodes/node-credential.service';
 import type { ReplicaStatusReport, UnheardFailureReport } from './grpc/proto.mapper';
-import { routerService } from './grpc/router.service';
+import { RouterCalls } from './grpc/router.calls';
 import { LeadershipService } from './leadership/leadership.service';
 import { settleDecision } from './leadership/settle.policy';
 import { registerClusterMetrics } from './metrics/cluster.collector';
@@ -62,7 +61,9 @@ export class ControlPlane implements AgentStreamHandler {
   readonly leadership: LeadershipService;
   readonly reconciler: Reconciler;
   private readonly persister: StatePersister;
-  private readonly grpc: ControllerGrpcServer;
+  /** AgentService.Connect's handler, and RouterService's (served by the gRPC controllers). */
+  readonly agentCalls: AgentConnect;
+  readonly routerCalls: RouterCalls;
   private readonly credentials: NodeCredentialService;
   private readonly log: Logger;
   private phaseValue: Phase = 'standby';
@@ -88,7 +89,6 @@ export class ControlPlane implements AgentStreamHandler {
   private passTimer: NodeJS.Timeout | undefined;
   private stopped = false;
   private ticks = 0;
-  private grpcPort: number | undefined;
 
   constructor(private readonly options: ControlPlaneOptions) {
     const { config, store, logger } = options;
@@ -157,21 +157,16 @@ export class ControlPlane implements AgentStreamHandler {
       this.requestPass();
     });
     this.credentials = new NodeCredentialService(store.nodes, this.clock);
-    this.grpc = new ControllerGrpcServer(
-      agentService(this, config.joinToken, logger),
-      routerService(
-        this.publisher,
-        this.usage,
-        {
-          token: config.routerToken,
-          clock: this.clock,
-          futureUsageClamped: (n) => metrics.countFutureUsage(n),
-          admit: () => this.admit(),
-          writeKeyUsage: (rows) => store.keyUsage.add(rows),
-        },
-        logger,
-      ),
-      { join: config.joinToken, router: config.routerToken },
+    this.agentCalls = new AgentConnect(this, logger);
+    this.routerCalls = new RouterCalls(
+      this.publisher,
+      this.usage,
+      {
+        clock: this.clock,
+        futureUsageClamped: (n) => metrics.countFutureUsage(n),
+        admit: () => this.admit(),
+        writeKeyUsage: (rows) => store.keyUsage.add(rows),
+      },
       logger,
     );
   }
@@ -188,27 +183,21 @@ export class ControlPlane implements AgentStreamHandler {
     return this.options.config.timing.heartbeatIntervalMs;
   }
 
-  /** The bound gRPC port (after start). */
-  get port(): number | undefined {
-    return this.grpcPort;
-  }
-
   /** The catalog in force, or undefined before one is loaded. */
   currentCatalog(): CurrentCatalog | undefined {
     return this.catalog.current();
   }
 
   /**
-   * Loads the catalog (seeding the store from the catalog file if it has none), binds gRPC,
-   * joins leadership and starts the tick. Returns the bound gRPC port. A catalog file that does
-   * not validate, or a port in use, rejects.
+   * Loads the catalog (seeding the store from the catalog file if it has none), joins leadership
+   * and starts the tick (the gRPC transport that serves agents and routers is Nest's, started
+   * beside it: controller.module.ts). A catalog file that does not validate rejects.
    */
-  async start(): Promise<number> {
+  async start(): Promise<void> {
     const { config } = this.options;
     if (config.joinToken === undefined) this.log.warn('LLMGW_CONTROLLER_INSECURE_NO_AUTH: no join token; anyone who reaches the gRPC port can join as an agent');
     if (config.routerToken === undefined) this.log.warn('LLMGW_CONTROLLER_INSECURE_NO_AUTH: no router token; anyone who reaches the gRPC port can watch endpoints and report usage');
     await this.catalog.start(config.catalogFile);
-    this.grpcPort = await this.grpc.listen(config.host, config.grpcPort);
     this.leadership.start();
     // Nothing is published before the state is loaded: a router's first snapshot from a
     // restarted controller must carry the endpoints the store knows, not an empty list.
@@ -217,10 +206,9 @@ export class ControlPlane implements AgentStreamHandler {
     this.publisher.open();
     this.tickTimer = setInterval(() => void this.tick(), config.timing.tickMs);
     this.tickTimer.unref();
-    return this.grpcPort;
   }
 
-  /** Flushes what the store has not seen, closes agent and router streams, gives up the lease. */
+  /** Flushes what the store has not seen and closes agent streams; the lease is kept until {@link release} (after the gRPC port closed). */
   async stop(): Promise<void> {
     if (this.stopped) return;
     this.stopped = true;
@@ -229,7 +217,11 @@ export class ControlPlane implements AgentStreamHandler {
     await this.ticking;
     if (this.leadership.isLeader()) await this.persister.flush();
     this.sessions.closeAll();
-    await this.grpc.close(1_000);
+  }
+
+  /** Gives up the lease (after {@link stop}). */
+  async release(): Promise<void> {
+    await this.stop();
     await this.leadership.stop();
   }
 

@@ -1,4 +1,5 @@
-import { Inject, Injectable, Module, type DynamicModule, type OnApplicationShutdown } from '@nestjs/common';
+import { ServerCredentials } from '@grpc/grpc-js';
+import { Inject, Injectable, Module, type BeforeApplicationShutdown, type DynamicModule, type INestApplication, type OnApplicationShutdown } from '@nestjs/common';
 import type { Clock } from '@llmgw/domain';
 import { ObservabilityModule, problemFilterProvider, ReadinessService, type Logger } from '@llmgw/observability';
 import { openStore, redactDatabaseUrl, type Store } from '@llmgw/store';
@@ -9,6 +10,10 @@ import { ADMIN_TOKENS, AdminGuard } from './admin/admin.guard';
 import { AdminService } from './admin/admin.service';
 import { CONTROLLER_CONFIG, type ControllerConfig } from './config/controller.config';
 import { ControlPlane } from './control-plane.service';
+import { callAuthInterceptor, GrpcCallAuthenticator } from './grpc/grpc-auth';
+import { AGENT_CONNECT, AgentGrpcController, ROUTER_CALLS, RouterGrpcController } from './grpc/grpc.controllers';
+import { GrpcExceptionFilter } from './grpc/grpc-errors';
+import { ControllerGrpcTransport } from './grpc/grpc.transport';
 
 /** What llmgw-controller is built from: its validated config, its logger and its metrics registry. */
 export interface ControllerModuleOptions {
@@ -24,18 +29,52 @@ export interface ControllerModuleOptions {
 export const CONTROL_PLANE = Symbol('llmgw.controller.control-plane');
 const STORE = Symbol('llmgw.controller.store');
 
-/** Stops the control plane (flush, close streams, release the lease) and closes a store the app opened. */
+/**
+ * Stops the control plane (flush, close agent streams) before Nest closes the gRPC port, then
+ * releases the lease and closes a store the app opened once the port is closed.
+ */
 @Injectable()
-class ControlPlaneLifecycle implements OnApplicationShutdown {
+class ControlPlaneLifecycle implements BeforeApplicationShutdown, OnApplicationShutdown {
   constructor(
     @Inject(CONTROL_PLANE) private readonly plane: ControlPlane,
     @Inject(STORE) private readonly store: { store: Store; owned: boolean },
   ) {}
 
-  async onApplicationShutdown(): Promise<void> {
+  async beforeApplicationShutdown(): Promise<void> {
     await this.plane.stop();
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    await this.plane.release();
     if (this.store.owned) await this.store.store.close();
   }
+}
+
+/**
+ * Makes the controller app hybrid: AgentService and RouterService on Nest's gRPC transport
+ * (`@nestjs/microservices`), in the app's lifecycle, with the credential check on every call and
+ * the one gRPC exception filter. Starts it and returns it (its `port` is the bound one). A port
+ * that cannot be bound closes the app (releasing a lease it took) and rejects.
+ */
+export async function serveControllerGrpc(app: INestApplication, config: ControllerConfig, logger: Logger): Promise<ControllerGrpcTransport> {
+  const transport = new ControllerGrpcTransport({
+    host: config.host,
+    port: config.grpcPort,
+    credentials: ServerCredentials.createInsecure(),
+    interceptors: [callAuthInterceptor(new GrpcCallAuthenticator({ agent: config.joinToken, router: config.routerToken }), logger)],
+    closeGraceMs: 1_000,
+  });
+  const grpc = app.connectMicroservice({ strategy: transport }, { inheritAppConfig: false });
+  grpc.useGlobalFilters(new GrpcExceptionFilter(logger));
+  try {
+    await app.startAllMicroservices();
+  } catch (error) {
+    await app.close();
+    throw error;
+  }
+  const host = config.host.includes(':') ? `[${config.host}]` : config.host;
+  logger.info({ grpcPort: transport.port, grpcAddress: `${host}:${transport.port}` }, `llmgw-controller gRPC listening on ${host}:${transport.port}`);
+  return transport;
 }
 
 /** Root module of llmgw-controller (desired vs actual state of the fleet: reconciler, placement, agent and router streams). Wiring only. */
@@ -46,7 +85,7 @@ export class ControllerModule {
     return {
       module: ControllerModule,
       imports: [ObservabilityModule.forRoot({ logger, registry: options.registry })],
-      controllers: [AdminController],
+      controllers: [AdminController, AgentGrpcController, RouterGrpcController],
       providers: [
         { provide: CONTROLLER_CONFIG, useValue: config },
         {
@@ -63,15 +102,15 @@ export class ControllerModule {
           inject: [STORE, ReadinessService],
           useFactory: async (held: { store: Store; owned: boolean }, readiness: ReadinessService) => {
             const plane = new ControlPlane({ config, store: held.store, logger, registry: options.registry, ...(options.clock ? { clock: options.clock } : {}) });
-            const port = await plane.start();
-            const host = config.host.includes(':') ? `[${config.host}]` : config.host;
-            logger.info({ grpcPort: port, grpcAddress: `${host}:${port}` }, `llmgw-controller gRPC listening on ${host}:${port}`);
+            await plane.start();
             readiness.register('control-plane.service', () =>
               plane.publisher.current() !== undefined ? { ready: true } : { ready: false, reason: 'cluster state not loaded yet' },
             );
             return plane;
           },
         },
+        { provide: AGENT_CONNECT, inject: [CONTROL_PLANE], useFactory: (plane: ControlPlane) => plane.agentCalls },
+        { provide: ROUTER_CALLS, inject: [CONTROL_PLANE], useFactory: (plane: ControlPlane) => plane.routerCalls },
         {
           provide: LEADER_FORWARDER,
           inject: [CONTROL_PLANE],

@@ -3,7 +3,7 @@ import 'reflect-metadata';
 import { loadConfigOrExit } from '@llmgw/config';
 import { createLogger, createMetricsRegistry, runMain, serveHttpApp } from '@llmgw/observability';
 import { controllerConfigSchema } from './config/controller.config';
-import { ControllerModule } from './controller.module';
+import { ControllerModule, serveControllerGrpc } from './controller.module';
 
 const NAME = 'llmgw-controller';
 
@@ -18,5 +18,8 @@ runMain(NAME, async () => {
     port: config.port,
     logger,
     shutdownTimeoutMs: config.shutdownTimeoutMs,
+    beforeListen: async (app) => {
+      await serveControllerGrpc(app, config, logger);
+    },
   });
 });

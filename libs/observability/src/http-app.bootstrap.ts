@@ -17,6 +17,8 @@ export interface ServeHttpAppOptions {
   logger: Logger;
   /** After SIGTERM/SIGINT, exit with status 1 if closing takes longer than this. */
   shutdownTimeoutMs: number;
+  /** Runs before the HTTP port is bound: a hybrid app connects and starts its microservices here. */
+  beforeListen?: (app: INestApplication) => Promise<void>;
   /**
    * Nest's JSON/urlencoded body parsers (default true). False leaves request bodies unread, for
    * an app that reads them itself (its own media types and size limit, its own error bodies).
@@ -57,6 +59,7 @@ export async function serveHttpApp(options: ServeHttpAppOptions): Promise<Servin
       }, options.shutdownTimeoutMs).unref();
     });
   }
+  await options.beforeListen?.(app);
   await app.listen(options.port, options.host);
   const address = app.getHttpServer().address() as AddressInfo;
   const host = options.host.includes(':') ? `[${options.host}]` : options.host;

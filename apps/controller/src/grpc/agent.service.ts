@@ -1,16 +1,17 @@
-import { status, type ServerDuplexStream } from '@grpc/grpc-js';
-import type { AgentServiceServer, ConnectRequest, ConnectResponse } from '@llmgw/proto';
+import type { ServerDuplexStream } from '@grpc/grpc-js';
+import { DomainError, ErrorCode, GRPC_STATUS_OF } from '@llmgw/domain';
+import type { ConnectRequest, ConnectResponse } from '@llmgw/proto';
 import type { Logger } from 'pino';
 import type { NodeAuthentication } from '../nodes/node-credential.service';
 import type { NodeHeartbeat, NodeRegistration } from '../nodes/node.entry';
 import { AgentSession } from './agent.sessions';
-import { tokenMatches } from './bearer-token.auth';
+import { assertClaimMatchesCertificate } from './grpc-auth';
+import { grpcStatusOf } from './grpc-errors';
 import {
   heartbeatFromProto,
   registrationFromProto,
   replicaStatusFromProto,
   unheardFailureFromProto,
-  WireError,
   type ReplicaStatusReport,
   type UnheardFailureReport,
 } from './proto.mapper';
@@ -39,114 +40,114 @@ export interface AgentStreamHandler {
 }
 
 /**
- * `AgentService.Connect`: checks the join token, waits for Register, answers a standby's
- * NotLeader, or (as leader) checks the node secret bound to the node id and answers Welcome
- * (carrying a new secret at the node's first join), then feeds every message to the handler in
- * arrival order. A wrong or missing node secret for a bound id ends the stream with
+ * `AgentService.Connect` (the join token was checked before the call got here: grpc-auth.ts):
+ * waits for Register, answers a standby's NotLeader, or (as leader) checks the node secret bound
+ * to the node id and, with mutual TLS, that the client certificate names that node, and answers
+ * Welcome (carrying a new secret at the node's first join), then feeds every message to the
+ * handler in arrival order. A wrong or missing node secret for a bound id ends the stream with
  * PERMISSION_DENIED before anything about the node changes, so a live session is never replaced
- * by another agent; the same agent reconnecting replaces its older stream. A message that
- * cannot be used ends the stream with INVALID_ARGUMENT naming the field.
+ * by another agent; the same agent reconnecting replaces its older stream. A message that cannot
+ * be used ends the stream with INVALID_ARGUMENT naming the field. Every status comes from
+ * grpcStatusOf.
  */
-export function agentService(handler: AgentStreamHandler, joinToken: string | undefined, logger: Logger): AgentServiceServer {
-  const log = logger.child({ context: 'AgentService' });
-  return {
-    connect(call: ServerDuplexStream<ConnectRequest, ConnectResponse>) {
-      const peer = call.getPeer();
-      if (!tokenMatches(call.metadata, joinToken)) {
-        log.warn({ peer }, 'agent refused: missing or wrong join token');
-        call.emit('error', { code: status.UNAUTHENTICATED, details: 'missing or wrong join token (authorization: Bearer <token>)' });
-        return;
-      }
-      let session: AgentSession | undefined;
-      let failed = false;
-      // Messages are handled one after another, even while Register waits for admission.
-      let queue: Promise<void> = Promise.resolve();
-      const fail = (code: status, details: string): void => {
-        if (failed) return;
-        failed = true;
-        log.warn({ peer, nodeId: session?.nodeId, details }, 'agent stream refused');
-        call.emit('error', { code, details });
-      };
-      const gone = (): boolean => failed || call.cancelled || call.destroyed;
-      const handle = async (req: ConnectRequest): Promise<void> => {
-        if (failed) return;
-        const p = req.payload;
-        if (!session) {
-          if (p?.$case !== 'register') return fail(status.INVALID_ARGUMENT, 'the first message must be Register');
-          const registration = registrationFromProto(p.value);
-          const admission = await handler.admit();
-          if (!admission.leader) {
-            log.info({ peer, nodeId: registration.id, leader: admission.leaderAddress }, 'not the leader: agent sent elsewhere');
-            call.write({ payload: { $case: 'notLeader', value: admission.leaderAddress ? { leaderAddress: admission.leaderAddress } : {} } });
-            call.end();
-            failed = true;
-            return;
-          }
-          // The agent gave up while admission waited (its Welcome timeout): bind nothing for a stream nobody reads.
-          if (gone()) return;
-          let auth: NodeAuthentication;
-          try {
-            auth = await handler.authenticate(registration.id, p.value.nodeSecret);
-          } catch (error) {
-            log.warn({ err: error, peer, nodeId: registration.id }, 'cannot check the node identity now');
-            return fail(status.UNAVAILABLE, 'the controller cannot check the node identity now; retry');
-          }
-          if (!auth.ok) {
-            log.warn({ peer, nodeId: registration.id, address: registration.address }, 'agent refused: node id bound to another agent');
-            return fail(status.PERMISSION_DENIED, auth.reason);
-          }
-          if (gone()) {
-            // A secret issued to a stream that is gone would reach no one and lock the id out.
-            if (auth.issued !== undefined) await handler.releaseSecret(registration.id, auth.issued);
-            log.info({ peer, nodeId: registration.id }, 'agent stream closed before its Welcome; nothing kept');
-            return;
-          }
-          session = new AgentSession(registration.id, call);
-          if (auth.issued !== undefined) log.info({ peer, nodeId: registration.id }, 'node id bound to a new node secret');
-          const welcome = { heartbeatIntervalMs: handler.heartbeatIntervalMs, controllerId: handler.controllerId, ...(auth.issued !== undefined ? { nodeSecret: auth.issued } : {}) };
-          call.write({ payload: { $case: 'welcome', value: welcome } });
-          handler.registered(session, registration);
+export class AgentConnect {
+  private readonly log: Logger;
+
+  constructor(
+    private readonly handler: AgentStreamHandler,
+    logger: Logger,
+  ) {
+    this.log = logger.child({ context: 'AgentService' });
+  }
+
+  connect(call: ServerDuplexStream<ConnectRequest, ConnectResponse>): void {
+    const { handler, log } = this;
+    const peer = call.getPeer();
+    let session: AgentSession | undefined;
+    let failed = false;
+    // Messages are handled one after another, even while Register waits for admission.
+    let queue: Promise<void> = Promise.resolve();
+    const fail = (error: unknown): void => {
+      if (failed) return;
+      failed = true;
+      const answer = grpcStatusOf(error);
+      if (answer.code === GRPC_STATUS_OF[ErrorCode.Internal]) log.error({ err: error, nodeId: session?.nodeId }, 'agent message failed');
+      else log.warn({ peer, nodeId: session?.nodeId, details: answer.details }, 'agent stream refused');
+      call.emit('error', answer);
+    };
+    const invalid = (details: string): DomainError => new DomainError(ErrorCode.InvalidArgument, details);
+    const gone = (): boolean => failed || call.cancelled || call.destroyed;
+    const handle = async (req: ConnectRequest): Promise<void> => {
+      if (failed) return;
+      const p = req.payload;
+      if (!session) {
+        if (p?.$case !== 'register') return fail(invalid('the first message must be Register'));
+        const registration = registrationFromProto(p.value);
+        const admission = await handler.admit();
+        if (!admission.leader) {
+          log.info({ peer, nodeId: registration.id, leader: admission.leaderAddress }, 'not the leader: agent sent elsewhere');
+          call.write({ payload: { $case: 'notLeader', value: admission.leaderAddress ? { leaderAddress: admission.leaderAddress } : {} } });
+          call.end();
+          failed = true;
           return;
         }
-        switch (p?.$case) {
-          case 'register':
-            return fail(status.INVALID_ARGUMENT, 'Register may only be the first message');
-          case 'heartbeat':
-            return handler.heartbeat(session.nodeId, heartbeatFromProto(p.value));
-          case 'replicaStatus':
-            return handler.replicaStatus(session.nodeId, replicaStatusFromProto(p.value));
-          case 'commandResult':
-            return session.result(p.value);
-          case 'unheardFailures':
-            return handler.unheardFailures(session.nodeId, p.value.failures.map(unheardFailureFromProto));
-          default:
-            return fail(status.INVALID_ARGUMENT, 'empty message');
+        // The agent gave up while admission waited (its Welcome timeout): bind nothing for a stream nobody reads.
+        if (gone()) return;
+        assertClaimMatchesCertificate(call, registration.id, 'node id');
+        let auth: NodeAuthentication;
+        try {
+          auth = await handler.authenticate(registration.id, p.value.nodeSecret);
+        } catch (error) {
+          log.warn({ err: error, peer, nodeId: registration.id }, 'cannot check the node identity now');
+          return fail(new DomainError(ErrorCode.Unavailable, 'the controller cannot check the node identity now; retry'));
         }
-      };
-      call.on('data', (req: ConnectRequest) => {
-        queue = queue
-          .then(() => handle(req))
-          .catch((error: unknown) => {
-            if (error instanceof WireError) fail(status.INVALID_ARGUMENT, error.message);
-            else {
-              log.error({ err: error, nodeId: session?.nodeId }, 'agent message failed');
-              fail(status.INTERNAL, 'the controller could not handle a message');
-            }
-          });
+        if (!auth.ok) {
+          log.warn({ peer, nodeId: registration.id, address: registration.address }, 'agent refused: node id bound to another agent');
+          return fail(new DomainError(ErrorCode.PermissionDenied, auth.reason));
+        }
+        if (gone()) {
+          // A secret issued to a stream that is gone would reach no one and lock the id out.
+          if (auth.issued !== undefined) await handler.releaseSecret(registration.id, auth.issued);
+          log.info({ peer, nodeId: registration.id }, 'agent stream closed before its Welcome; nothing kept');
+          return;
+        }
+        session = new AgentSession(registration.id, call);
+        if (auth.issued !== undefined) log.info({ peer, nodeId: registration.id }, 'node id bound to a new node secret');
+        const welcome = { heartbeatIntervalMs: handler.heartbeatIntervalMs, controllerId: handler.controllerId, ...(auth.issued !== undefined ? { nodeSecret: auth.issued } : {}) };
+        call.write({ payload: { $case: 'welcome', value: welcome } });
+        handler.registered(session, registration);
+        return;
+      }
+      switch (p?.$case) {
+        case 'register':
+          return fail(invalid('Register may only be the first message'));
+        case 'heartbeat':
+          return handler.heartbeat(session.nodeId, heartbeatFromProto(p.value));
+        case 'replicaStatus':
+          return handler.replicaStatus(session.nodeId, replicaStatusFromProto(p.value));
+        case 'commandResult':
+          return session.result(p.value);
+        case 'unheardFailures':
+          return handler.unheardFailures(session.nodeId, p.value.failures.map(unheardFailureFromProto));
+        default:
+          return fail(invalid('empty message'));
+      }
+    };
+    call.on('data', (req: ConnectRequest) => {
+      queue = queue.then(() => handle(req)).catch(fail);
+    });
+    const closed = (): void => {
+      queue = queue.then(() => {
+        if (!session) return;
+        const s = session;
+        session = undefined;
+        s.close();
+        handler.disconnected(s);
       });
-      const closed = (): void => {
-        queue = queue.then(() => {
-          if (!session) return;
-          const s = session;
-          session = undefined;
-          s.close();
-          handler.disconnected(s);
-        });
-      };
-      call.on('end', closed);
-      call.on('error', closed);
-      call.on('cancelled', closed);
-      call.on('close', closed);
-    },
-  };
+    };
+    call.on('end', closed);
+    call.on('error', closed);
+    call.on('cancelled', closed);
+    call.on('close', closed);
+  }
 }

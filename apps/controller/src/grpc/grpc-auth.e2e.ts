@@ -72,9 +72,11 @@ describe('gRPC tokens are checked before a request message is read', () => {
     try {
       const report = (md: Metadata): Promise<ServiceError | null> =>
         new Promise((resolve) => client.makeUnaryRequest('/llmgw.v1.RouterService/ReportUsage', passthrough, passthrough, body, md, { deadline: Date.now() + 30_000 }, (e) => resolve(e)));
-      for (const md of [bearer(), bearer('not-the-router-token-0123'), bearer(JOIN_TOKEN)]) {
+      for (const md of [bearer(), bearer('not-the-router-token-0123')]) {
         expect(await report(md)).toMatchObject({ code: status.UNAUTHENTICATED, details: expect.stringContaining('router token') });
       }
+      // The agents' token is a known credential of the wrong kind.
+      expect(await report(bearer(JOIN_TOKEN))).toMatchObject({ code: status.PERMISSION_DENIED, details: expect.stringContaining('router token') });
       expect(decode).not.toHaveBeenCalled();
       // With the token, a small report is read and answered.
       const small = Buffer.from(ReportUsageRequest.encode({ keyUsage: [], routerId: 'real', lastUsedUnixMs: { r: Date.now() } }).finish());
@@ -96,7 +98,11 @@ describe('gRPC tokens are checked before a request message is read', () => {
     expect(register.length).toBeGreaterThan(15_000_000);
     const decode = vi.spyOn(ConnectRequest, 'decode');
     try {
-      for (const md of [bearer(), bearer('not-the-join-token-0123456'), bearer(ROUTER_TOKEN)]) {
+      for (const [md, code] of [
+        [bearer(), status.UNAUTHENTICATED],
+        [bearer('not-the-join-token-0123456'), status.UNAUTHENTICATED],
+        [bearer(ROUTER_TOKEN), status.PERMISSION_DENIED],
+      ] as const) {
         const call = client.makeBidiStreamRequest('/llmgw.v1.AgentService/Connect', passthrough, passthrough, md, { deadline: Date.now() + 30_000 });
         const outcome = await new Promise<{ code: number; details: string; messages: number }>((resolve) => {
           let messages = 0;
@@ -105,7 +111,7 @@ describe('gRPC tokens are checked before a request message is read', () => {
           call.on('status', (s) => resolve({ code: s.code, details: s.details, messages }));
           call.write(register);
         });
-        expect(outcome).toEqual({ code: status.UNAUTHENTICATED, details: expect.stringContaining('join token'), messages: 0 });
+        expect(outcome).toEqual({ code, details: expect.stringContaining('join token'), messages: 0 });
       }
       expect(decode).not.toHaveBeenCalled();
     } finally {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { keyUsageRows } from './router.service';
+import { keyUsageRows } from './router.calls';
 
 const now = Date.UTC(2026, 11, 2, 10, 30);
 const hour = Date.UTC(2026, 11, 2, 10);

@@ -15,7 +15,7 @@ import { EndpointSnapshot, RouterServiceClient, type WatchResponse } from '@llmg
 import type { AddressInfo } from 'node:net';
 import { controllerConfigSchema } from '../config/controller.config';
 import type { ControlPlane } from '../control-plane.service';
-import { CONTROL_PLANE, ControllerModule } from '../controller.module';
+import { CONTROL_PLANE, ControllerModule, serveControllerGrpc } from '../controller.module';
 
 /** Fast timings for tests: 200 ms heartbeats, unreachable after 1 s, lost after 2.5 s. */
 export const FAST_ENV: Record<string, string> = {
@@ -60,6 +60,7 @@ export async function startController(env: Record<string, string>): Promise<Test
   const logger = createLogger({ name: 'llmgw-controller', level: config.logLevel, destination });
   const registry = createMetricsRegistry();
   const app = await NestFactory.create(ControllerModule.forRoot({ config, logger, registry }), new ExpressAdapter(), { logger: false, abortOnError: false });
+  const grpc = await serveControllerGrpc(app, config, logger);
   // Port 0 unless the test names one (a standby forwards to the leader's advertised admin port).
   await app.listen(env.LLMGW_CONTROLLER_PORT !== undefined ? config.port : 0, '127.0.0.1');
   const plane = app.get<ControlPlane>(CONTROL_PLANE);
@@ -68,7 +69,7 @@ export async function startController(env: Record<string, string>): Promise<Test
   return {
     app,
     plane,
-    grpc: `127.0.0.1:${plane.port}`,
+    grpc: `127.0.0.1:${grpc.port}`,
     http: `http://127.0.0.1:${port}`,
     logs,
     async close() {

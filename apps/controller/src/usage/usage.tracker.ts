@@ -1,4 +1,4 @@
-import type { UsageReceiver } from '../grpc/router.service';
+import type { UsageReceiver } from '../grpc/router.calls';
 import type { ReplicaRegistry } from '../replicas/replica.registry';
 
 /**

@@ -1,19 +1,13 @@
-import { status, type ServerUnaryCall, type ServerWritableStream, type sendUnaryData } from '@grpc/grpc-js';
-import type { Clock } from '@llmgw/domain';
-import {
-  RouterServiceService,
-  WatchResponse,
-  type ReportUsageRequest,
-  type ReportUsageResponse,
-  type RouterServiceServer,
-  type WatchRequest,
-} from '@llmgw/proto';
+import type { ServerWritableStream } from '@grpc/grpc-js';
+import { DomainError, ErrorCode, type Clock } from '@llmgw/domain';
+import { RouterServiceService, WatchResponse, type ReportUsageRequest, type ReportUsageResponse, type WatchRequest } from '@llmgw/proto';
 import type { KeyUsageRow } from '@llmgw/store';
 import type { Logger } from 'pino';
 import type { EndpointSink, EndpointSnapshot } from '../publishing/endpoint-sink.port';
 import type { EndpointPublisher } from '../publishing/endpoint.publisher';
 import type { Admission } from './agent.service';
-import { tokenMatches } from './bearer-token.auth';
+import { assertClaimMatchesCertificate, type AuthContextCall } from './grpc-auth';
+import { grpcStatusOf } from './grpc-errors';
 import { encodeCompressedWatchResponse, encodeWatchResponse } from './snapshot.encoder';
 
 /** How far ahead of the controller's clock a router's usage time may be before it is clamped to now. */
@@ -21,8 +15,6 @@ export const USAGE_FUTURE_SKEW_MS = 5_000;
 
 /** What RouterService checks calls against. */
 export interface RouterServiceOptions {
-  /** Routers must send `authorization: Bearer <token>`; undefined = not checked (insecure mode). */
-  readonly token: string | undefined;
   readonly clock: Clock;
   /** Called with how many usage times of one report were later than now + skew (and clamped). */
   readonly futureUsageClamped: (count: number) => void;
@@ -51,8 +43,6 @@ export function keyUsageRows(report: ReportUsageRequest, now: number): { rows: K
   }
   return { rows, dropped };
 }
-
-const UNAUTHENTICATED = { code: status.UNAUTHENTICATED, details: 'missing or wrong router token (authorization: Bearer <token>)' };
 
 /** Where usage reports go (the usage tracker). Times are ms since the epoch. */
 export interface UsageReceiver {
@@ -114,34 +104,43 @@ class WatchSink implements EndpointSink {
 }
 
 /**
- * `RouterService`, both methods refused UNAUTHENTICATED without the router token: Watch, on the
- * leader, attaches the router's stream to the publisher (the current snapshot at once, then every
- * change; `compressed` when the router set `accept_compressed`, the plain `snapshot` otherwise)
- * until the router goes away; on a standby it answers one `not_leader` (naming a live leader
- * only) and ends the stream, so routers watch the controller that knows the cluster's health
- * rather than a copy read back from the store. ReportUsage, served anywhere, hands the last-used map to the usage tracker,
- * dropping entries whose time is 0 as the contract says and clamping times later than now +
- * {@link USAGE_FUTURE_SKEW_MS} to now (the newest time wins, so a time in the future would
+ * `RouterService` (the router token was checked before the call got here: grpc-auth.ts; with
+ * mutual TLS the router id a call claims must be its certificate's). Watch, on the leader,
+ * attaches the router's stream to the publisher (the current snapshot at once, then every change;
+ * `compressed` when the router set `accept_compressed`, the plain `snapshot` otherwise) until the
+ * router goes away; on a standby it answers one `not_leader` (naming a live leader only) and ends
+ * the stream, so routers watch the controller that knows the cluster's health rather than a copy
+ * read back from the store. ReportUsage, served anywhere, hands the last-used map to the usage
+ * tracker, dropping entries whose time is 0 as the contract says and clamping times later than
+ * now + {@link USAGE_FUTURE_SKEW_MS} to now (the newest time wins, so a time in the future would
  * otherwise hold a replica "in use" for as long as the controller runs).
  */
-export function routerService(publisher: EndpointPublisher, usage: UsageReceiver, options: RouterServiceOptions, logger: Logger): RouterServiceServer {
-  const log = logger.child({ context: 'RouterService' });
-  return {
-    watch(call: ServerWritableStream<WatchRequest, WatchResponse>) {
-      if (!tokenMatches(call.metadata, options.token)) {
-        log.warn({ peer: call.getPeer(), routerId: call.request.routerId }, 'router refused: missing or wrong router token');
-        call.emit('error', UNAUTHENTICATED);
-        return;
-      }
-      const routerId = call.request.routerId || call.getPeer();
+export class RouterCalls {
+  private readonly log: Logger;
+
+  constructor(
+    private readonly publisher: EndpointPublisher,
+    private readonly usage: UsageReceiver,
+    private readonly options: RouterServiceOptions,
+    logger: Logger,
+  ) {
+    this.log = logger.child({ context: 'RouterService' });
+  }
+
+  /** Serves one Watch stream; resolves when it has ended (the router went away, or was sent elsewhere). */
+  watch(call: ServerWritableStream<WatchRequest, WatchResponse>): Promise<void> {
+    const { log, options, publisher } = this;
+    const routerId = call.request.routerId || call.getPeer();
+    if (call.request.routerId !== '') assertClaimMatchesCertificate(call, call.request.routerId, 'router id');
+    return new Promise<void>((resolve) => {
       options.admit().then(
         (admission) => {
-          if (call.cancelled || call.writableEnded) return;
+          if (call.cancelled || call.writableEnded) return resolve();
           if (!admission.leader) {
             log.info({ routerId, leader: admission.leaderAddress ?? '-' }, 'not the leader: router sent elsewhere');
             call.write({ notLeader: admission.leaderAddress !== undefined ? { leaderAddress: admission.leaderAddress } : {} });
             call.end();
-            return;
+            return resolve();
           }
           log.info({ routerId, compressed: call.request.acceptCompressed }, 'router watching');
           const detach = publisher.attach(new WatchSink(call));
@@ -151,51 +150,49 @@ export function routerService(publisher: EndpointPublisher, usage: UsageReceiver
             done = true;
             detach();
             log.info({ routerId }, 'router stopped watching');
+            resolve();
           };
           call.on('cancelled', end);
           call.on('close', end);
           call.on('error', end);
+          call.on('finish', end);
           // The router went away while admission waited.
           if (call.cancelled) end();
         },
         (error: unknown) => {
           log.warn({ err: error, routerId }, 'cannot tell whether this controller leads');
-          call.emit('error', { code: status.UNAVAILABLE, details: 'the controller cannot tell whether it leads now; retry' });
+          call.emit('error', grpcStatusOf(new DomainError(ErrorCode.Unavailable, 'the controller cannot tell whether it leads now; retry')));
+          resolve();
         },
       );
-    },
-    reportUsage(call: ServerUnaryCall<ReportUsageRequest, ReportUsageResponse>, callback: sendUnaryData<ReportUsageResponse>) {
-      if (!tokenMatches(call.metadata, options.token)) {
-        log.warn({ peer: call.getPeer(), routerId: call.request.routerId }, 'router usage refused: missing or wrong router token');
-        callback(UNAUTHENTICATED);
-        return;
-      }
-      const now = options.clock.now();
-      const lastUsed = new Map<string, number>();
-      let clamped = 0;
-      for (const [id, at] of Object.entries(call.request.lastUsedUnixMs)) {
-        if (!(at > 0)) continue;
-        if (at > now + USAGE_FUTURE_SKEW_MS) clamped += 1;
-        lastUsed.set(id, at > now + USAGE_FUTURE_SKEW_MS ? now : at);
-      }
-      if (clamped > 0) {
-        options.futureUsageClamped(clamped);
-        log.warn({ routerId: call.request.routerId, clamped }, 'router reported usage times in the future; clamped to now');
-      }
-      usage.report(call.request.routerId, lastUsed);
-      const { rows, dropped } = keyUsageRows(call.request, now);
-      if (dropped > 0) log.warn({ routerId: call.request.routerId, dropped }, 'router reported key usage that makes no sense; dropped');
-      if (rows.length === 0 || options.writeKeyUsage === undefined) {
-        callback(null, {});
-        return;
-      }
-      options.writeKeyUsage(rows).then(
-        () => callback(null, {}),
-        (error: unknown) => {
-          log.warn({ routerId: call.request.routerId, err: error instanceof Error ? error.message : String(error) }, 'key usage not stored; the router keeps it and sends it again');
-          callback({ code: status.UNAVAILABLE, details: 'key usage could not be stored; send it again' });
-        },
-      );
-    },
-  };
+    });
+  }
+
+  async reportUsage(request: ReportUsageRequest, call: AuthContextCall): Promise<ReportUsageResponse> {
+    const { log, options } = this;
+    if (request.routerId !== '') assertClaimMatchesCertificate(call, request.routerId, 'router id');
+    const now = options.clock.now();
+    const lastUsed = new Map<string, number>();
+    let clamped = 0;
+    for (const [id, at] of Object.entries(request.lastUsedUnixMs)) {
+      if (!(at > 0)) continue;
+      if (at > now + USAGE_FUTURE_SKEW_MS) clamped += 1;
+      lastUsed.set(id, at > now + USAGE_FUTURE_SKEW_MS ? now : at);
+    }
+    if (clamped > 0) {
+      options.futureUsageClamped(clamped);
+      log.warn({ routerId: request.routerId, clamped }, 'router reported usage times in the future; clamped to now');
+    }
+    this.usage.report(request.routerId, lastUsed);
+    const { rows, dropped } = keyUsageRows(request, now);
+    if (dropped > 0) log.warn({ routerId: request.routerId, dropped }, 'router reported key usage that makes no sense; dropped');
+    if (rows.length === 0 || options.writeKeyUsage === undefined) return {};
+    try {
+      await options.writeKeyUsage(rows);
+    } catch (error) {
+      log.warn({ routerId: request.routerId, err: error instanceof Error ? error.message : String(error) }, 'key usage not stored; the router keeps it and sends it again');
+      throw new DomainError(ErrorCode.Unavailable, 'key usage could not be stored; send it again');
+    }
+    return {};
+  }
 }
