@@ -1,6 +1,6 @@
 // Test support: an in-process controller (the real Nest module on real ports), a watching
 // router over real gRPC, and a catalog document builder.
-import { credentials, Metadata, type ClientReadableStream } from '@grpc/grpc-js';
+import { credentials, Metadata, type ChannelCredentials, type ClientReadableStream } from '@grpc/grpc-js';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -29,6 +29,11 @@ export const FAST_ENV: Record<string, string> = {
   LLMGW_CONTROLLER_BACKOFF_MAX: '5s',
   LLMGW_CONTROLLER_COMMAND_TIMEOUT: '5s',
 };
+
+/** The channel credentials test clients reach the in-process controller's gRPC port with. */
+export function testChannelCredentials(): ChannelCredentials {
+  return credentials.createInsecure();
+}
 
 /** A controller running in this process. */
 export interface TestController {
