@@ -1,7 +1,7 @@
 // Helpers for tools/scripts/deploy.spec.ts and images.spec.ts: reading the deployment files under
 // deploy/ the way Prometheus, Grafana, Docker, Docker Compose and Kubernetes read them, far enough
 // to check the names they use against what the apps really export and accept.
-import { ConfigError, loadConfig } from '@llmgw/config';
+import { acceptedVariables, ConfigError, loadConfig } from '@llmgw/config';
 import { z } from 'zod';
 
 /** PromQL words that look like names but are operators, modifiers or aggregations. */
@@ -108,20 +108,12 @@ export function kubernetesEnv(
   return env;
 }
 
-/** The variable names an app's config schema reads: the keys of the object inside its refinements and transforms. */
-export function schemaKeys(schema: z.ZodType): Set<string> {
-  let inner: z.ZodType = schema;
-  while (inner instanceof z.ZodPipe) inner = inner.in as z.ZodType;
-  if (!(inner instanceof z.ZodObject)) throw new Error('schemaKeys: expected a z.object(...) inside the schema');
-  return new Set(Object.keys(inner.shape));
-}
-
 /**
- * What is wrong with running an app with `env`: LLMGW_* names its schema does not read (it would
+ * What is wrong with running an app with `env`: LLMGW_* names its schema does not accept (it would
  * ignore them silently), then every problem its config loader reports. Empty means it boots.
  */
 export function envProblems(schema: z.ZodType, env: Readonly<Record<string, string>>): string[] {
-  const keys = schemaKeys(schema);
+  const keys = acceptedVariables(schema);
   const problems = Object.keys(env)
     .filter((name) => name.startsWith('LLMGW_') && !keys.has(name))
     .map((name) => `${name}: not a variable of this app`);

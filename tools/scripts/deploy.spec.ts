@@ -3,6 +3,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'n
 import { builtinModules } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join, relative, resolve } from 'node:path';
+import { acceptedVariables } from '@llmgw/config';
 import { createMetricsRegistry } from '@llmgw/observability';
 import { parse, parseAllDocuments, stringify } from 'yaml';
 import type { z } from 'zod';
@@ -23,7 +24,6 @@ import {
   llmgwNamesIn,
   metricNamesIn,
   parseEnvFile,
-  schemaKeys,
   seriesNamesOf,
   type KubernetesEnvVar,
 } from './deploy-checks';
@@ -489,7 +489,7 @@ describe('settings and entries of the compose file, the images and the Kubernete
   it('every LLMGW_* name mentioned under deploy/ is a variable of an llmgw app (comments included)', () => {
     const ctlSource = read('apps/ctl/src/api/connection.config.ts');
     const names = new Set([
-      ...Object.values(SCHEMAS).flatMap((s) => [...schemaKeys(s)]),
+      ...Object.values(SCHEMAS).flatMap((s) => [...acceptedVariables(s)]),
       // llmgw (the CLI) keeps its schema private: its keys, from its source.
       ...[...ctlSource.matchAll(/^\s*(LLMGW_[A-Z0-9_]+):/gm)].map((m) => m[1]),
     ]);

@@ -1,8 +1,10 @@
-import { resolve } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { ConfigError, redactUrlPassword } from './config.error';
-import { loadConfig, loadConfigOrExit } from './config.loader';
+import { acceptedVariables, fileVariables, loadConfig, loadConfigOrExit } from './config.loader';
 import { env, parseBoolean, parseDuration, parseHost, parseList, parsePort, parseToken, parseUrl } from './env-var.schema';
 import { DATABASE_ENV, SHARED_ENV, sharedConfig } from './shared.config';
 
@@ -239,5 +241,86 @@ describe('variable parsers', () => {
     expect(redactUrlPassword('postgres://user:secret@db:5432/x')).toBe('postgres://user:***@db:5432/x');
     expect(redactUrlPassword('postgres://db:5432/x')).toBe('postgres://db:5432/x');
     expect(redactUrlPassword('not a url: a@b')).toBe('not a url: a@b');
+  });
+});
+
+describe('secrets from files (<NAME>_FILE)', () => {
+  const tokenSchema = z
+    .object({
+      LLMGW_TEST_JOIN_TOKEN: env.token({ optional: true }),
+      LLMGW_TEST_ROUTER_TOKEN: env.token(),
+      LLMGW_TEST_NAME: env.string({ optional: true }),
+    })
+    .transform((e) => ({ join: e.LLMGW_TEST_JOIN_TOKEN, router: e.LLMGW_TEST_ROUTER_TOKEN }));
+  const secret = 'b7c1f0e9d2a34c5b8e6f7a9d0c1b2e3f';
+  let dir: string;
+  beforeAll(() => {
+    dir = mkdtempSync(join(tmpdir(), 'llmgw-config-'));
+  });
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+  const file = (name: string, content: string): string => {
+    const path = join(dir, name);
+    writeFileSync(path, content, { mode: 0o600 });
+    return path;
+  };
+
+  it('accepts every *_TOKEN variable of the schema as <NAME>_FILE, and only those', () => {
+    expect(fileVariables(tokenSchema)).toEqual(['LLMGW_TEST_JOIN_TOKEN', 'LLMGW_TEST_ROUTER_TOKEN']);
+    expect([...acceptedVariables(tokenSchema)].sort()).toEqual(
+      ['LLMGW_TEST_JOIN_TOKEN', 'LLMGW_TEST_JOIN_TOKEN_FILE', 'LLMGW_TEST_NAME', 'LLMGW_TEST_ROUTER_TOKEN', 'LLMGW_TEST_ROUTER_TOKEN_FILE'].sort(),
+    );
+  });
+
+  it.each([
+    ['a trailing newline', `${secret}\n`],
+    ['a trailing CRLF', `${secret}\r\n`],
+    ['no newline', secret],
+  ])('reads the value from the file, with %s dropped', (_, content) => {
+    const config = loadConfig(tokenSchema, { LLMGW_TEST_ROUTER_TOKEN_FILE: file('router.token', content), LLMGW_TEST_JOIN_TOKEN: `${secret}00` });
+    expect(config).toEqual({ router: secret, join: `${secret}00` });
+  });
+
+  it('drops only one trailing newline: a second one is part of the value and refused like any bad token', () => {
+    const path = file('two-newlines.token', `${secret}\n\n`);
+    const error = problemsOf(() => loadConfig(tokenSchema, { LLMGW_TEST_ROUTER_TOKEN_FILE: path }));
+    expect(error.problems).toEqual([
+      { variable: 'LLMGW_TEST_ROUTER_TOKEN_FILE', shown: JSON.stringify(path), reason: "the file's content: expected visible ASCII characters without whitespace" },
+    ]);
+    expect(error.message).not.toContain(secret);
+  });
+
+  it('refuses both forms, an unreadable file and an empty file, naming the _FILE variable and never the value', () => {
+    const missing = join(dir, 'missing.token');
+    const error = problemsOf(() =>
+      loadConfig(tokenSchema, {
+        LLMGW_TEST_ROUTER_TOKEN: secret,
+        LLMGW_TEST_ROUTER_TOKEN_FILE: file('both.token', secret),
+        LLMGW_TEST_JOIN_TOKEN_FILE: missing,
+      }),
+    );
+    expect(error.problems).toEqual([
+      { variable: 'LLMGW_TEST_JOIN_TOKEN_FILE', shown: JSON.stringify(missing), reason: 'cannot read the file (ENOENT)' },
+      { variable: 'LLMGW_TEST_ROUTER_TOKEN_FILE', shown: JSON.stringify(join(dir, 'both.token')), reason: 'set either LLMGW_TEST_ROUTER_TOKEN or LLMGW_TEST_ROUTER_TOKEN_FILE, not both' },
+    ].sort((a, b) => a.variable.localeCompare(b.variable)));
+    expect(error.message).not.toContain(secret);
+
+    const empty = file('empty.token', '\n');
+    expect(problemsOf(() => loadConfig(tokenSchema, { LLMGW_TEST_ROUTER_TOKEN_FILE: empty })).problems).toEqual([
+      { variable: 'LLMGW_TEST_ROUTER_TOKEN_FILE', shown: JSON.stringify(empty), reason: 'the file is empty' },
+    ]);
+  });
+
+  it('a directory is not a readable file; an empty _FILE counts as unset', () => {
+    expect(problemsOf(() => loadConfig(tokenSchema, { LLMGW_TEST_ROUTER_TOKEN_FILE: dir })).problems).toEqual([
+      { variable: 'LLMGW_TEST_ROUTER_TOKEN_FILE', shown: JSON.stringify(dir), reason: 'cannot read the file (EISDIR)' },
+    ]);
+    expect(problemsOf(() => loadConfig(tokenSchema, { LLMGW_TEST_ROUTER_TOKEN_FILE: '' })).problems).toEqual([
+      { variable: 'LLMGW_TEST_ROUTER_TOKEN', shown: '(unset)', reason: 'is required' },
+    ]);
+  });
+
+  it('does not read _FILE for variables that are not tokens', () => {
+    const config = loadConfig(tokenSchema, { LLMGW_TEST_ROUTER_TOKEN: secret, LLMGW_TEST_NAME_FILE: join(dir, 'missing') });
+    expect(config).toEqual({ router: secret, join: undefined });
   });
 });
