@@ -1,4 +1,4 @@
-import { env, SHARED_ENV, sharedConfig, type DeepReadonly } from '@llmgw/config';
+import { GRPC_TRANSPORT_ENV, env, SHARED_ENV, sharedConfig, type DeepReadonly } from '@llmgw/config';
 import { z } from 'zod';
 import { DISCOVERY_ENV, discoveryOptions } from '../discovery/discovery.config';
 import { AGENT_RUNTIME_ENV, runtimeEnvProblems, runtimeOptions } from '../runtime/runtime.config';
@@ -15,6 +15,8 @@ export const agentConfigSchema = z
     LLMGW_AGENT_PORT: env.port({ default: 8084 }),
     ...DISCOVERY_ENV,
     ...AGENT_RUNTIME_ENV,
+    /** TLS to the controller (read, not yet applied: see GRPC_TRANSPORT_ENV). */
+    ...GRPC_TRANSPORT_ENV,
   })
   .superRefine((e, ctx) => {
     for (const [variable, message] of runtimeEnvProblems(e)) ctx.addIssue({ code: 'custom', path: [variable], message });

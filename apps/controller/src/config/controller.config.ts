@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { DATABASE_ENV, env, envVar, SHARED_ENV, sharedConfig, type DeepReadonly, type EnvParse } from '@llmgw/config';
+import { DATABASE_ENV, GRPC_TRANSPORT_ENV, env, envVar, SHARED_ENV, sharedConfig, type DeepReadonly, type EnvParse } from '@llmgw/config';
 import { z } from 'zod';
 
 /** `host:port` (a host name, IPv4, or `[IPv6]`), as agents and routers dial it. */
@@ -41,6 +41,8 @@ export const controllerConfigSchema = z
     LLMGW_CONTROLLER_PORT: env.port({ default: 8081 }),
     /** gRPC listener for agents and routers; 0 = any free port (the bound port is logged). */
     LLMGW_CONTROLLER_GRPC_PORT: env.port({ default: 8082 }),
+    /** TLS of the gRPC listener (read, not yet applied: see GRPC_TRANSPORT_ENV). */
+    ...GRPC_TRANSPORT_ENV,
     ...DATABASE_ENV,
     /** Agents must send `authorization: Bearer <token>`; required unless LLMGW_CONTROLLER_INSECURE_NO_AUTH=true. */
     LLMGW_CONTROLLER_JOIN_TOKEN: env.token({ optional: true }),

@@ -1,4 +1,4 @@
-import { env, envVar, parseDuration, SHARED_ENV, sharedConfig, type DeepReadonly, type EnvParse } from '@llmgw/config';
+import { GRPC_TRANSPORT_ENV, env, envVar, parseDuration, SHARED_ENV, sharedConfig, type DeepReadonly, type EnvParse } from '@llmgw/config';
 import { DomainError } from '@llmgw/domain';
 import { buildScorers, DEFAULT_SCORER_WEIGHTS } from '@llmgw/routing';
 import { z } from 'zod';
@@ -96,6 +96,8 @@ export const routerConfigSchema = z
      * them. Unset = static mode.
      */
     LLMGW_ROUTER_CONTROLLER: envVar(parseAddresses, { optional: true }),
+    /** TLS to the controller (read, not yet applied: see GRPC_TRANSPORT_ENV). */
+    ...GRPC_TRANSPORT_ENV,
     /** The controller's router token (its LLMGW_CONTROLLER_ROUTER_TOKEN), sent on Watch and ReportUsage; unset = none sent. */
     LLMGW_ROUTER_CONTROLLER_TOKEN: env.token({ optional: true }),
     /** YAML/JSON file with `models` and `endpoints`: the whole routing table in static mode, the seed otherwise. */
