@@ -57,6 +57,7 @@ export default [
             { sourceTag: 'lib:proto', onlyDependOnLibsWithTags: ['lib:proto'] },
             { sourceTag: 'lib:config', onlyDependOnLibsWithTags: ['lib:domain'] },
             { sourceTag: 'lib:observability', onlyDependOnLibsWithTags: ['lib:domain', 'lib:config'] },
+            { sourceTag: 'lib:tls', onlyDependOnLibsWithTags: ['lib:config', 'lib:testing'] },
             { sourceTag: 'lib:store', onlyDependOnLibsWithTags: ['lib:domain', 'lib:lease', 'lib:catalog', 'lib:config', 'lib:testing'] },
             { sourceTag: 'type:testing', notDependOnLibsWithTags: ['type:app', 'type:tool'] },
             { sourceTag: 'type:tool', notDependOnLibsWithTags: ['type:app'] },
