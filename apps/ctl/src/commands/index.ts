@@ -3,6 +3,7 @@ import { catalogApplyCommand } from './catalog-apply.command';
 import { catalogDeleteCommand } from './catalog-delete.command';
 import { catalogGetCommand } from './catalog-get.command';
 import { catalogValidateCommand } from './catalog-validate.command';
+import { CERTS_COMMANDS } from './certs.command';
 import { eventsCommand } from './events.command';
 import { explainCommand } from './explain.command';
 import { gcCommand } from './gc.command';
@@ -40,4 +41,5 @@ export const COMMANDS: readonly CliCommand[] = [
   ...KEYS_COMMANDS,
   ...TOKENS_COMMANDS,
   usageCommand,
+  ...CERTS_COMMANDS,
 ];
