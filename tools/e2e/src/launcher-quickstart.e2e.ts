@@ -58,7 +58,9 @@ describe('npm start (tools/launcher)', () => {
         // What the store and the tokens sit in is the owner's alone.
         const mode = (path: string): string => (statSync(path).mode & 0o777).toString(8);
         expect(mode(dataDir)).toBe('700');
-        for (const f of ['llmgw.db', 'llmgw.db-wal', 'llmgw.db-shm', 'admin-token', 'join-token', 'router-token', 'agent/node-secret']) expect([f, mode(join(dataDir, f))]).toEqual([f, '600']);
+        for (const f of ['llmgw.db', 'llmgw.db-wal', 'llmgw.db-shm', 'admin-token', 'join-token', 'router-token', 'agent/node-secret', 'tls/ca.key', 'tls/controller.key']) expect([f, mode(join(dataDir, f))]).toEqual([f, '600']);
+        expect(mode(join(dataDir, 'tls'))).toBe('700');
+        expect(launcher.stdout).toContain('gRPC over TLS: created the local CA');
         // The controller runs with the join and router tokens the launcher generated (never in
         // insecure mode), and no token or node secret is printed.
         expect(launcher.stdout).not.toContain('INSECURE_NO_AUTH');

@@ -18,6 +18,8 @@ export const launcherConfigSchema = z
     LLMGW_CONTROLLER_GRPC_PORT: env.port({ default: 8082 }),
     LLMGW_CATALOG_PORT: env.port({ default: 8083 }),
     LLMGW_AGENT_PORT: env.port({ default: 8084 }),
+    /** Plaintext gRPC on purpose: no certificates are made and every app inherits the setting. Default false: TLS. */
+    LLMGW_GRPC_INSECURE: env.boolean({ default: false }),
     /** Catalog template to serve; default deploy/local/catalog.yaml (one tiny CPU model). */
     LLMGW_LAUNCHER_CATALOG: env.path({ default: join(REPO_ROOT, 'deploy', 'local', 'catalog.yaml') }),
     /** Longest wait for the first replica to answer before the launcher gives up and stops everything. */
@@ -32,6 +34,7 @@ export const launcherConfigSchema = z
       catalog: e.LLMGW_CATALOG_PORT,
       agent: e.LLMGW_AGENT_PORT,
     },
+    grpcInsecure: e.LLMGW_GRPC_INSECURE,
     catalogTemplate: e.LLMGW_LAUNCHER_CATALOG,
     readyTimeoutMs: e.LLMGW_LAUNCHER_READY_TIMEOUT,
   }));

@@ -1,6 +1,7 @@
 import { join, relative } from 'node:path';
 import { AppProcess, type AppExit } from './app.process';
 import { ensureAdminToken, ensurePrivateDataDir, ensureTinyModel, findOnPath, TINY_MODEL_RELATIVE } from './data-dir.setup';
+import { ensureGrpcTls, type GrpcTlsFiles } from './grpc-tls.setup';
 import { PORT_VARIABLES, REPO_ROOT, type LauncherConfig } from './launcher.config';
 import { writeLocalCatalog } from './local-catalog.writer';
 import { APP_LABELS, clientHost, curlExample, LOCAL_APPS, planLocalCluster, type LocalApp, type ResolvedPorts } from './local-cluster.plan';
@@ -162,11 +163,19 @@ export class LocalClusterLauncher {
     // The controller refuses to start without a join and a router token: the launcher keeps its own beside the admin token.
     const joinToken = ensureAdminToken(join(dataDir, 'join-token'));
     const routerToken = ensureAdminToken(join(dataDir, 'router-token'));
+    // 4. gRPC TLS: a local CA and the controller's certificate, made once and reused while they fit the host.
+    let grpcTls: GrpcTlsFiles | undefined;
+    if (config.grpcInsecure) this.say('LLMGW_GRPC_INSECURE=true: gRPC between the apps runs in clear, without certificates');
+    else {
+      grpcTls = await ensureGrpcTls(dataDir, config.host, new Date());
+      const what = { reused: 'reusing', issued: 'issued a new controller certificate from', created: 'created' }[grpcTls.outcome];
+      this.say(`gRPC over TLS: ${what} the local CA ${this.show(grpcTls.caFile)}`);
+    }
     const llamaServer = this.io.env.LLMGW_AGENT_LLAMA_SERVER ?? findOnPath('llama-server', this.io.env.PATH);
     this.say(llamaServer === undefined ? 'no llama-server on PATH: llama.cpp replicas run on the bundled node-llama-cpp engine (CPU)' : `llama.cpp replicas run on ${llamaServer}`);
 
     const launches = planLocalCluster(
-      { repoRoot: REPO_ROOT, dataDir, host: config.host, ports, catalogFile, adminToken: token, joinToken, routerToken, userEnv: this.io.env },
+      { repoRoot: REPO_ROOT, dataDir, host: config.host, ports, catalogFile, adminToken: token, joinToken, routerToken, grpcTls, userEnv: this.io.env },
       this.io.execPath,
     );
     const baseUrl = `http://${clientHost(config.host)}:${ports.router}/v1`;

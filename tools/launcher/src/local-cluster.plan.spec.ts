@@ -10,6 +10,7 @@ const input: LocalClusterInput = {
   adminToken: 'token-token-token-1',
   joinToken: 'join-join-join-join-1',
   routerToken: 'router-router-router-1',
+  grpcTls: { caFile: '/data/tls/ca.crt', certFile: '/data/tls/controller.crt', keyFile: '/data/tls/controller.key' },
   userEnv: {},
 };
 
@@ -37,6 +38,19 @@ describe('planLocalCluster', () => {
       LLMGW_AGENT_SOURCE_DIRS: '/data/models',
       LLMGW_DATA_DIR: '/data',
     });
+  });
+
+  it('gives the controller its gRPC server certificate and the agent and the router the CA; none with LLMGW_GRPC_INSECURE', () => {
+    const env = Object.fromEntries(planLocalCluster(input, 'node').map((p) => [p.app, p.env]));
+    expect(env.controller).toMatchObject({ LLMGW_GRPC_TLS_CERT: '/data/tls/controller.crt', LLMGW_GRPC_TLS_KEY: '/data/tls/controller.key' });
+    expect(env.controller.LLMGW_GRPC_TLS_CA).toBeUndefined();
+    for (const app of ['agent', 'router']) {
+      expect(env[app].LLMGW_GRPC_TLS_CA).toBe('/data/tls/ca.crt');
+      expect(env[app].LLMGW_GRPC_TLS_CERT).toBeUndefined();
+    }
+    expect(env.catalog.LLMGW_GRPC_TLS_CA).toBeUndefined();
+    const insecure = planLocalCluster({ ...input, grpcTls: undefined, userEnv: { LLMGW_GRPC_INSECURE: 'true' } }, 'node');
+    for (const p of insecure) expect(Object.keys(p.env).filter((k) => k.startsWith('LLMGW_GRPC_'))).toEqual([]);
   });
 
   it("never overrides a launcher default the user set, and reaches a wildcard bind on loopback", () => {

@@ -32,6 +32,11 @@ export interface LocalClusterInput {
   readonly joinToken: string;
   /** Router token the controller requires and the router sends (kept in the data directory). */
   readonly routerToken: string;
+  /**
+   * gRPC TLS files (the launcher's CA and the controller's server certificate); undefined when
+   * the user set LLMGW_GRPC_INSECURE=true, which every app then inherits as it is.
+   */
+  readonly grpcTls: { readonly caFile: string; readonly certFile: string; readonly keyFile: string } | undefined;
   /** Variables the user set; a setting the user made is never overridden by a launcher default. */
   readonly userEnv: Readonly<Record<string, string | undefined>>;
 }
@@ -60,7 +65,9 @@ export function clientHost(host: string): string {
  * reads `file://` weights only under `<data dir>/models`).
  * Launcher defaults (a short settling window, the cache location) apply only where the user set
  * nothing. The join and router tokens are the launcher's own, given to both ends of each
- * connection, so the controller never runs without them. The agent picks the llama.cpp executable itself: llama-server when on PATH, else the
+ * connection, so the controller never runs without them. With `grpcTls` the controller serves
+ * gRPC with the server certificate and the agent and the router verify it against the CA
+ * (server TLS; no client certificates). The agent picks the llama.cpp executable itself: llama-server when on PATH, else the
  * bundled node-llama-cpp engine.
  */
 export function planLocalCluster(input: LocalClusterInput, nodeExecPath: string): AppLaunch[] {
@@ -76,6 +83,9 @@ export function planLocalCluster(input: LocalClusterInput, nodeExecPath: string)
     return out;
   };
   const common = { LLMGW_DATA_DIR: dataDir, LLMGW_HOST: input.host };
+  const tls = input.grpcTls;
+  const serverTls: Record<string, string> = tls === undefined ? {} : { LLMGW_GRPC_TLS_CERT: tls.certFile, LLMGW_GRPC_TLS_KEY: tls.keyFile };
+  const clientTls: Record<string, string> = tls === undefined ? {} : { LLMGW_GRPC_TLS_CA: tls.caFile };
   const entry = (app: LocalApp): { command: string; args: string[] } => ({
     command: nodeExecPath,
     args: [join(input.repoRoot, 'tools', 'run.cjs'), join(input.repoRoot, 'apps', app, 'src', 'main.ts')],
@@ -92,6 +102,7 @@ export function planLocalCluster(input: LocalClusterInput, nodeExecPath: string)
         LLMGW_CONTROLLER_CATALOG_FILE: input.catalogFile,
         LLMGW_CONTROLLER_JOIN_TOKEN: input.joinToken,
         LLMGW_CONTROLLER_ROUTER_TOKEN: input.routerToken,
+        ...serverTls,
         // One agent, started together with the controller: nothing to wait for before placing.
         ...defaults({ LLMGW_CONTROLLER_SETTLE: '2s', LLMGW_CONTROLLER_ADMIN_TOKEN: input.adminToken }),
       },
@@ -104,7 +115,7 @@ export function planLocalCluster(input: LocalClusterInput, nodeExecPath: string)
     {
       app: 'router',
       ...entry('router'),
-      env: { ...common, LLMGW_ROUTER_PORT: String(ports.router), LLMGW_ROUTER_CONTROLLER: grpc, LLMGW_ROUTER_CONTROLLER_TOKEN: input.routerToken },
+      env: { ...common, LLMGW_ROUTER_PORT: String(ports.router), LLMGW_ROUTER_CONTROLLER: grpc, LLMGW_ROUTER_CONTROLLER_TOKEN: input.routerToken, ...clientTls },
     },
     {
       app: 'agent',
@@ -114,6 +125,7 @@ export function planLocalCluster(input: LocalClusterInput, nodeExecPath: string)
         LLMGW_AGENT_PORT: String(ports.agent),
         LLMGW_AGENT_CONTROLLERS: grpc,
         LLMGW_AGENT_JOIN_TOKEN: input.joinToken,
+        ...clientTls,
         // The generated model lives in <data dir>/models: the one place file:// sources may be read.
         ...defaults({ LLMGW_AGENT_CACHE_DIR: join(dataDir, 'cache'), LLMGW_AGENT_SOURCE_DIRS: join(dataDir, 'models') }),
       },
