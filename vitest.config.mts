@@ -20,6 +20,9 @@ export default defineConfig({
     exclude: ['**/node_modules/**', '**/__fixtures__/**'],
     testTimeout: 30_000,
     hookTimeout: 60_000,
+    // Every gRPC connection in the tests runs over TLS with one test PKI per run.
+    globalSetup: ['tools/scripts/vitest.global-setup.ts'],
+    setupFiles: ['tools/scripts/vitest.setup.ts'],
     pool: 'forks',
     maxWorkers: 2,
   },

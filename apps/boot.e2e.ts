@@ -4,7 +4,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promtoolCheckMetrics, runTsEntry, spawnProcess, stopAllSpawned, type SpawnedProcess } from '@llmgw/testing';
+import { inheritedTestEnv, promtoolCheckMetrics, runTsEntry, spawnProcess, stopAllSpawned, type SpawnedProcess } from '@llmgw/testing';
 import { afterAll, describe, expect, it } from 'vitest';
 
 // Two cores shared with other work: booting Nest through SWC can take several seconds.
@@ -33,7 +33,7 @@ afterAll(async () => {
 
 /** This process's environment without any LLMGW_* setting, so the developer's shell cannot leak in. */
 function baseEnv(): Record<string, string | undefined> {
-  return Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith('LLMGW_')));
+  return inheritedTestEnv();
 }
 
 function start(app: string, env: Record<string, string>): Promise<SpawnedProcess> {

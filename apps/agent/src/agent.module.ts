@@ -1,7 +1,9 @@
 import { Module, type DynamicModule } from '@nestjs/common';
-import { ObservabilityModule, type Logger } from '@llmgw/observability';
+import { ObservabilityModule, ReadinessService, type Logger } from '@llmgw/observability';
+import { grpcSecurity } from '@llmgw/config';
 import type { Registry } from 'prom-client';
 import { AGENT_CONFIG, type AgentConfig } from './config/agent.config';
+import { CONTROLLER_CLIENTS, controllerClientFactory, type ControllerClientFactory } from './connection/controller.clients';
 import type { JoinRejectedError } from './connection/controller.connection';
 import { createAgentRuntime } from './runtime/agent-runtime.factory';
 import { AgentRuntimeLifecycle } from './runtime/agent-runtime.lifecycle';
@@ -27,8 +29,20 @@ export class AgentModule {
       providers: [
         { provide: AGENT_CONFIG, useValue: options.config },
         {
+          provide: CONTROLLER_CLIENTS,
+          inject: [ReadinessService],
+          useFactory: (readiness: ReadinessService) => {
+            const grpc = options.config.grpc;
+            if (grpc.insecure) options.logger.warn('LLMGW_GRPC_INSECURE: the connection to the controller is plaintext; the join token and catalog env values cross the network unencrypted');
+            const detail = grpcSecurity(grpc, 'client');
+            readiness.register('grpc', () => ({ ready: true, detail }));
+            return controllerClientFactory(grpc);
+          },
+        },
+        {
           provide: AgentRuntimeLifecycle,
-          useFactory: () =>
+          inject: [CONTROLLER_CLIENTS],
+          useFactory: (createClient: ControllerClientFactory) =>
             new AgentRuntimeLifecycle(
               createAgentRuntime({
                 runtime: options.config.runtime,
@@ -36,6 +50,7 @@ export class AgentModule {
                 inheritedEnv: options.inheritedEnv,
                 logger: options.logger,
                 onFatal: options.onFatal,
+                createClient,
               }),
             ),
         },

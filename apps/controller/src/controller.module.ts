@@ -1,8 +1,9 @@
-import { ServerCredentials } from '@grpc/grpc-js';
 import { Inject, Injectable, Module, type BeforeApplicationShutdown, type DynamicModule, type INestApplication, type OnApplicationShutdown } from '@nestjs/common';
 import type { Clock } from '@llmgw/domain';
+import { grpcSecurity } from '@llmgw/config';
 import { ObservabilityModule, problemFilterProvider, ReadinessService, type Logger } from '@llmgw/observability';
 import { openStore, redactDatabaseUrl, type Store } from '@llmgw/store';
+import { grpcServerCredentials } from '@llmgw/tls';
 import type { Registry } from 'prom-client';
 import { AdminController, ADMIN_SERVICE } from './admin/admin.controller';
 import { LEADER_FORWARDER, LeaderForwarder } from './admin/leader.forwarder';
@@ -60,7 +61,7 @@ export async function serveControllerGrpc(app: INestApplication, config: Control
   const transport = new ControllerGrpcTransport({
     host: config.host,
     port: config.grpcPort,
-    credentials: ServerCredentials.createInsecure(),
+    credentials: grpcServerCredentials(config.grpc),
     interceptors: [callAuthInterceptor(new GrpcCallAuthenticator({ agent: config.joinToken, router: config.routerToken }), logger)],
     closeGraceMs: 1_000,
   });
@@ -73,7 +74,11 @@ export async function serveControllerGrpc(app: INestApplication, config: Control
     throw error;
   }
   const host = config.host.includes(':') ? `[${config.host}]` : config.host;
-  logger.info({ grpcPort: transport.port, grpcAddress: `${host}:${transport.port}` }, `llmgw-controller gRPC listening on ${host}:${transport.port}`);
+  const detail = grpcSecurity(config.grpc, 'server');
+  const { security } = detail;
+  logger.info({ grpcPort: transport.port, grpcAddress: `${host}:${transport.port}`, security }, `llmgw-controller gRPC listening on ${host}:${transport.port} (${security})`);
+  if (config.grpc.insecure) logger.warn('LLMGW_GRPC_INSECURE: gRPC runs in plaintext; tokens, catalog env values and endpoint lists cross the network unencrypted');
+  app.get(ReadinessService).register('grpc', () => ({ ready: true, detail }));
   return transport;
 }
 

@@ -5,7 +5,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openStore } from '@llmgw/store';
-import { runTsEntry, spawnProcess, stopAllSpawned, waitFor } from '@llmgw/testing';
+import { inheritedTestEnv, runTsEntry, spawnProcess, stopAllSpawned, waitFor } from '@llmgw/testing';
 import { afterAll, describe, expect, it } from 'vitest';
 import { FakeAgent } from './test/agent.fake';
 import { catalogDoc, catalogFile, FAST_ENV, WatchingRouter } from './test/controller.harness';
@@ -23,7 +23,7 @@ describe('llmgw-controller process', () => {
       const dataDir = mkdtempSync(join(tmpdir(), 'llmgw-controller-'));
       const file = catalogFile(catalogDoc([{ name: 'llama', replicas: 1 }]));
       cleanups.push(() => rmSync(dataDir, { recursive: true, force: true }), () => file.cleanup());
-      const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('LLMGW_')));
+      const env = inheritedTestEnv();
       const proc = await spawnProcess({
         ...runTsEntry('apps/controller/src/main.ts'),
         name: 'llmgw-controller',

@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ReplicaState } from '@llmgw/proto';
 import { openStore } from '@llmgw/store';
-import { freePort, nginxPrefix, postgresBackend, runTsEntry, spawnProcess, sqliteBackend, startNginx, stopAllSpawned, waitFor, type SpawnedProcess } from '@llmgw/testing';
+import { freePort, inheritedTestEnv, nginxPrefix, postgresBackend, runTsEntry, spawnProcess, sqliteBackend, startNginx, stopAllSpawned, waitFor, type SpawnedProcess } from '@llmgw/testing';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parseOwner } from './leadership/advertised-lease.store';
 import { FakeAgent } from './test/agent.fake';
@@ -25,7 +25,7 @@ afterAll(async () => {
 });
 
 const cleanEnv = (): Record<string, string> =>
-  Object.fromEntries(Object.entries(process.env).filter((e): e is [string, string] => e[1] !== undefined && !e[0].startsWith('LLMGW_') && !e[0].startsWith('HF_')));
+  inheritedTestEnv(['HF_']);
 
 /** Short timings: a 3 s lease renewed every 1 s, 500 ms heartbeats, windows well above a takeover. */
 const SHORT = {

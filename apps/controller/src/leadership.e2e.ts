@@ -2,10 +2,9 @@
 // away with NotLeader naming the leader; a model wanting 2 replicas ends with exactly 2, also
 // after the leader goes away and the standby takes over. Use reported to the standby reaches the
 // leader.
-import { credentials } from '@grpc/grpc-js';
 import { RouterServiceClient } from '@llmgw/proto';
 import { openStore } from '@llmgw/store';
-import { freePort, testBackends, waitFor } from '@llmgw/testing';
+import { freePort, testBackends, testChannelCredentials, waitFor } from '@llmgw/testing';
 import { afterEach, describe, expect, it } from 'vitest';
 import { FakeAgent } from './test/agent.fake';
 import { catalogDoc, catalogFile, startController, type TestController } from './test/controller.harness';
@@ -83,7 +82,7 @@ describe.each(testBackends())('two controllers on one $name store', (backend) =>
 
       // A router watching the standby reports its use there; the leader learns it through the store.
       const usedAt = Date.now() - 1_000;
-      const router = new RouterServiceClient(standby.grpc, credentials.createInsecure());
+      const router = new RouterServiceClient(standby.grpc, testChannelCredentials());
       cleanups.push(() => router.close());
       await new Promise<void>((ok, fail) =>
         router.reportUsage({ keyUsage: [], routerId: 'router-on-standby', lastUsedUnixMs: { [before[0]]: usedAt } }, (e) => (e ? fail(e) : ok())),

@@ -1,10 +1,9 @@
 // The controller's HTTP side over a small fleet: cluster metrics computed at scrape time (through
 // promtool), the admin API with its token and problem+json errors, gc that lists and collects
 // only what llmgw fetched, cordon and drain; and the agents' join token.
-import { credentials } from '@grpc/grpc-js';
 import { cacheName } from '@llmgw/catalog';
 import { RouterServiceClient } from '@llmgw/proto';
-import { promtoolCheckMetrics, sqliteBackend, waitFor } from '@llmgw/testing';
+import { promtoolCheckMetrics, sqliteBackend, testChannelCredentials, waitFor } from '@llmgw/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FakeAgent } from './test/agent.fake';
 import { catalogDoc, catalogFile, startController, type TestController } from './test/controller.harness';
@@ -98,7 +97,7 @@ describe('metrics, admin API and tokens', () => {
 
   it('ReportUsage makes a replica\'s idleness known (newest time wins; 0 ignored)', async () => {
     const replica = [...controller.plane.replicas.values()][0].replica.id;
-    const client = new RouterServiceClient(controller.grpc, credentials.createInsecure());
+    const client = new RouterServiceClient(controller.grpc, testChannelCredentials());
     const report = (at: number) =>
       new Promise<void>((ok, fail) => client.reportUsage({ keyUsage: [], routerId: 'r1', lastUsedUnixMs: { [replica]: at, other: 0 } }, (e) => (e ? fail(e) : ok())));
     const newer = Date.now() - 10_000;

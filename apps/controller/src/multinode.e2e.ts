@@ -7,7 +7,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openStore } from '@llmgw/store';
-import { processExists, runTsEntry, spawnProcess, sqliteBackend, stopAllSpawned, waitFor, type SpawnedProcess } from '@llmgw/testing';
+import { inheritedTestEnv, processExists, runTsEntry, spawnProcess, sqliteBackend, stopAllSpawned, waitFor, type SpawnedProcess } from '@llmgw/testing';
 import { afterAll, describe, expect, it } from 'vitest';
 import { FakeRayNode, type FakeCall } from './test/fake-ray.harness';
 import { catalogFile, startController, WatchingRouter } from './test/controller.harness';
@@ -28,7 +28,7 @@ afterAll(async () => {
 
 function startAgent(fake: FakeRayNode, controller: string, root: string): Promise<SpawnedProcess> {
   const home = join(root, fake.nodeId);
-  const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('LLMGW_') && !k.startsWith('HF_') && !k.startsWith('RAY_')));
+  const env = inheritedTestEnv(['HF_', 'RAY_']);
   return spawnProcess({
     ...runTsEntry('apps/agent/src/main.ts'),
     name: `llmgw-agent ${fake.nodeId}`,

@@ -5,7 +5,7 @@
 import { createHash } from 'node:crypto';
 import OpenAI from 'openai';
 import { openStore, type Store } from '@llmgw/store';
-import { runTsEntry, spawnProcess, sqliteBackend, stopAllSpawned, waitFor } from '@llmgw/testing';
+import { inheritedTestEnv, runTsEntry, spawnProcess, sqliteBackend, stopAllSpawned, waitFor } from '@llmgw/testing';
 import { afterAll, describe, expect, it } from 'vitest';
 import { FakeAgent } from './test/agent.fake';
 import { catalogDoc, catalogFile, startController } from './test/controller.harness';
@@ -31,7 +31,7 @@ describe('keys the controller manages, at a real router', () => {
     const agents = [new FakeAgent({ nodeId: 'node-1', controllers: [controller.grpc], engines: 'sim' }), new FakeAgent({ nodeId: 'node-2', controllers: [controller.grpc], engines: 'sim' })];
     cleanups.push(() => Promise.all(agents.map((a) => a.stop())));
     for (const a of agents) a.connect();
-    const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('LLMGW_')));
+    const env = inheritedTestEnv();
     const router = await spawnProcess({
       ...runTsEntry('apps/router/src/main.ts'),
       name: 'llmgw-router',

@@ -4,7 +4,7 @@
 // fleet shares the exact limit again.
 import { createHash, randomUUID } from 'node:crypto';
 import { openStore } from '@llmgw/store';
-import { runTsEntry, spawnProcess, sqliteBackend, startRedis, stopAllSpawned, waitFor, type RedisServer, type SpawnedProcess } from '@llmgw/testing';
+import { inheritedTestEnv, runTsEntry, spawnProcess, sqliteBackend, startRedis, stopAllSpawned, waitFor, type RedisServer, type SpawnedProcess } from '@llmgw/testing';
 import { afterAll, describe, expect, it } from 'vitest';
 import { FakeAgent } from './test/agent.fake';
 import { catalogDoc, catalogFile, startController } from './test/controller.harness';
@@ -34,7 +34,7 @@ describe('key limits through a Redis outage', () => {
     cleanups.push(() => redis.stop());
     const port = redis.port;
 
-    const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('LLMGW_')));
+    const env = inheritedTestEnv();
     const routers: SpawnedProcess[] = await Promise.all(
       [0, 1, 2].map((i) =>
         spawnProcess({

@@ -6,7 +6,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import OpenAI from 'openai';
 import { openStore, type Store } from '@llmgw/store';
-import { runTsEntry, spawnProcess, sqliteBackend, stopAllSpawned, testRedisUrl, waitFor, type SpawnedProcess } from '@llmgw/testing';
+import { inheritedTestEnv, runTsEntry, spawnProcess, sqliteBackend, stopAllSpawned, testRedisUrl, waitFor, type SpawnedProcess } from '@llmgw/testing';
 import { afterAll, describe, expect, it } from 'vitest';
 import { FakeAgent } from './test/agent.fake';
 import { catalogDoc, catalogFile, startController } from './test/controller.harness';
@@ -40,7 +40,7 @@ describe('key limits across three routers and Redis', () => {
     const plain = `llmgw-plain-${run}-0123456789abcdef`;
     await store.apiKeys.create(`plain-${run}`, { owner: 'streams', models: ['*'], limits: {} }, hash(plain));
 
-    const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('LLMGW_')));
+    const env = inheritedTestEnv();
     const routers: SpawnedProcess[] = await Promise.all(
       [0, 1, 2].map((i) =>
         spawnProcess({

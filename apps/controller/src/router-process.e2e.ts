@@ -4,7 +4,7 @@
 // not serve, and its usage reports make that replica's idleness known to the controller. The
 // controller requires a router token, which the router sends on both calls.
 import OpenAI from 'openai';
-import { runTsEntry, spawnProcess, sqliteBackend, stopAllSpawned, waitFor } from '@llmgw/testing';
+import { inheritedTestEnv, runTsEntry, spawnProcess, sqliteBackend, stopAllSpawned, waitFor } from '@llmgw/testing';
 import { afterAll, describe, expect, it } from 'vitest';
 import { FakeAgent } from './test/agent.fake';
 import { catalogDoc, catalogFile, startController } from './test/controller.harness';
@@ -34,7 +34,7 @@ describe('with a real router process', () => {
       cleanups.push(() => agent.stop());
       agent.connect();
 
-      const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('LLMGW_')));
+      const env = inheritedTestEnv();
       const router = await spawnProcess({
         ...runTsEntry('apps/router/src/main.ts'),
         name: 'llmgw-router',

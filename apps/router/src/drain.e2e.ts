@@ -2,7 +2,7 @@
 // streams take seconds: /readyz turns 503 at once while requests are still served, the listener
 // then closes, streams in flight finish, and the process exits 0; a stream longer than the drain
 // timeout is cut with an SSE error event, and the process still exits 0.
-import { runTsEntry, spawnProcess, stopAllSpawned, waitFor, type SpawnedProcess } from '@llmgw/testing';
+import { inheritedTestEnv, runTsEntry, spawnProcess, stopAllSpawned, waitFor, type SpawnedProcess } from '@llmgw/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSimEngine, tempDir, writeRouterConfig, type SimEngine } from './test/router.harness';
 
@@ -22,7 +22,7 @@ afterAll(async () => {
 });
 
 async function startRouter(env: Record<string, string>): Promise<{ proc: SpawnedProcess; base: string }> {
-  const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('LLMGW_')));
+  const clean = inheritedTestEnv();
   const proc = await spawnProcess({
     ...runTsEntry('apps/router/src/main.ts'),
     name: 'llmgw-router',
@@ -85,7 +85,7 @@ describe('llmgw-router on SIGTERM', () => {
   }, 60_000);
 
   it('refuses a drain that cannot fit in the shutdown deadline, naming both settings', async () => {
-    const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('LLMGW_')));
+    const clean = inheritedTestEnv();
     const proc = await spawnProcess({
       ...runTsEntry('apps/router/src/main.ts'),
       name: 'llmgw-router (bad drain)',

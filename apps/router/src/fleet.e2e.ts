@@ -3,7 +3,7 @@
 // nginx sends every request that had not started answering to the next router, so no
 // non-streaming request fails; a stream the dead router was in the middle of ends (cut short),
 // none hangs, and streams started after the kill are served by the survivors.
-import { nginxPrefix, runTsEntry, spawnProcess, startNginx, stopAllSpawned, waitFor, type SpawnedProcess } from '@llmgw/testing';
+import { inheritedTestEnv, nginxPrefix, runTsEntry, spawnProcess, startNginx, stopAllSpawned, waitFor, type SpawnedProcess } from '@llmgw/testing';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startSimEngine, tempDir, writeRouterConfig } from './test/router.harness';
 
@@ -23,7 +23,7 @@ describe('three routers behind nginx', () => {
       const replicas = await Promise.all([startSimEngine([...engine, '--seed', '1'], 'sim-a'), startSimEngine([...engine, '--seed', '2'], 'sim-b')]);
       const dir = tempDir();
       const config = writeRouterConfig(dir, { models: [{ name: 'tiny', engine: 'vllm' }], endpoints: replicas.map((r, i) => ({ id: `replica-${i}`, model: 'tiny', url: r.url })) });
-      const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('LLMGW_')));
+      const clean = inheritedTestEnv();
       const routers: SpawnedProcess[] = await Promise.all(
         [1, 2, 3].map((i) =>
           spawnProcess({

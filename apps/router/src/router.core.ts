@@ -1,7 +1,6 @@
 import { hostname } from 'node:os';
-import { credentials } from '@grpc/grpc-js';
 import type { Clock, Rng } from '@llmgw/domain';
-import { RouterServiceClient } from '@llmgw/proto';
+import type { RouterServiceClient } from '@llmgw/proto';
 import { buildScorers, EndpointPicker } from '@llmgw/routing';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
@@ -21,7 +20,8 @@ import { loadStaticConfig } from './static/static-config.parser';
 import { GrpcUsageSink } from './usage/grpc-usage.sink';
 import { UsageReporter } from './usage/usage.reporter';
 import type { UsageSink } from './usage/usage.sink';
-import { ControllerWatch, WATCH_MAX_MESSAGE_BYTES } from './watch/controller.watch';
+import { controllerClientFactory, type ControllerClientFactory } from './watch/controller.clients';
+import { ControllerWatch } from './watch/controller.watch';
 import { KeyLimitsStage } from './tenancy/key-limits.stage';
 import { KeyUsageTally } from './usage/key-usage.tally';
 
@@ -36,6 +36,8 @@ export interface RouterCoreDeps {
   readonly usageSink?: UsageSink;
   /** The Redis client for key limits; default: one connected to LLMGW_REDIS_URL when it is set. */
   readonly redis?: Redis;
+  /** Makes the RouterService client for a controller address; default: per LLMGW_GRPC_* (watch/controller.clients.ts). */
+  readonly createClient?: ControllerClientFactory;
 }
 
 const systemClock: Clock = { now: () => Date.now() };
@@ -160,11 +162,11 @@ export class RouterCore {
     // Usage goes to the controller the watch follows.
     let usageClient: (() => RouterServiceClient) | undefined;
     if (addresses !== undefined) {
+      const createClient = deps.createClient ?? controllerClientFactory(config.grpc);
       const clientFor = (address: string): RouterServiceClient => {
         let client = this.clients.get(address);
         if (client === undefined) {
-          // A plain snapshot and an inflated compressed one are held to the same limit.
-          client = new RouterServiceClient(address, credentials.createInsecure(), { 'grpc.max_receive_message_length': WATCH_MAX_MESSAGE_BYTES });
+          client = createClient(address);
           this.clients.set(address, client);
         }
         return client;

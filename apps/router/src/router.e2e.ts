@@ -3,7 +3,7 @@
 // API keys, /metrics through promtool, and a clean exit.
 import { get } from 'node:http';
 import OpenAI from 'openai';
-import { promtoolCheckMetrics, runTsEntry, spawnProcess, stopAllSpawned } from '@llmgw/testing';
+import { inheritedTestEnv, promtoolCheckMetrics, runTsEntry, spawnProcess, stopAllSpawned } from '@llmgw/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSimEngine, tempDir, writeRouterConfig, type SimEngine } from './test/router.harness';
 import type { SpawnedProcess } from '@llmgw/testing';
@@ -23,7 +23,7 @@ beforeAll(async () => {
     endpoints: replicas.map((r, i) => ({ id: `replica-${i}`, model: 'tiny-chat', url: r.url })),
   });
   const keys = writeRouterConfig(dir, { keys: [{ name: 'e2e', key: KEY }] });
-  const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('LLMGW_')));
+  const env = inheritedTestEnv();
   router = await spawnProcess({
     ...runTsEntry('apps/router/src/main.ts'),
     name: 'llmgw-router',

@@ -122,3 +122,10 @@ export function unreadableFile(file: string): string | undefined {
     return `${file} cannot be read (${code ?? String(error)})`;
   }
 }
+
+/** How one gRPC end is secured, as its log and /readyz detail say it (`warning` only for plaintext on purpose). */
+export function grpcSecurity(t: GrpcTransportConfig, role: GrpcRole): { security: 'plaintext' | 'tls' | 'mtls'; warning?: string } {
+  if (t.insecure) return { security: 'plaintext', warning: 'plaintext on purpose (LLMGW_GRPC_INSECURE=true)' };
+  // Mutual: a server that requires client certificates, a client that presents one.
+  return { security: (role === 'server' ? t.clientAuth : t.certFile !== undefined) ? 'mtls' : 'tls' };
+}

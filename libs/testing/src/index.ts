@@ -8,3 +8,4 @@ export * from './redis.harness';
 export * from './repo-paths';
 export * from './wait-for';
 export * from './nginx.harness';
+export * from './grpc-tls';

@@ -1,10 +1,11 @@
 // ControllerConnection in process against fake controllers over real gRPC: the reconnect
 // schedule (what delay follows what), a controller that never answers, and the stream protocol.
-import { SeededRng, waitFor } from '@llmgw/testing';
+import { SeededRng, testGrpcTlsEnv, waitFor } from '@llmgw/testing';
 import type { Heartbeat, Register } from '@llmgw/proto';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SILENT_LOGGER } from '../runtime/agent.logger';
 import { FakeController } from '../runtime/test/fake-controller.harness';
+import { controllerClientFactory } from './controller.clients';
 import { ControllerConnection, type AgentSession, type ConnectionSettings, type ControllerCommand, type Timers } from './controller.connection';
 
 const REGISTER: Register = { nodeId: 'n-1', address: '127.0.0.1', labels: {}, gpus: [], cpuCores: 2, memoryBytes: 1, replicas: [], agentVersion: '' };
@@ -35,6 +36,8 @@ class RecordingTimers implements Timers {
 }
 
 describe('ControllerConnection (in process, real gRPC)', () => {
+  // TLS to the fake controllers, trusting the test CA, as the agent's own client factory builds it.
+  const tlsClients = controllerClientFactory({ insecure: false, caFile: testGrpcTlsEnv().LLMGW_GRPC_TLS_CA, clientAuth: false, refreshMs: 60_000 });
   const controllers: FakeController[] = [];
   const connections: ControllerConnection[] = [];
   afterEach(async () => {
@@ -45,7 +48,7 @@ describe('ControllerConnection (in process, real gRPC)', () => {
   function connect(settings: Partial<ConnectionSettings> & Pick<ConnectionSettings, 'controllers'>, timers?: Timers, session = new StubSession()): ControllerConnection {
     const connection = new ControllerConnection(
       { reconnect: { minMs: 40, maxMs: 400 }, defaultHeartbeatMs: 1_000, welcomeTimeoutMs: 5_000, ...settings },
-      { session, logger: SILENT_LOGGER, rng: new SeededRng(1), ...(timers && { timers }), onFatal: () => undefined },
+      { session, logger: SILENT_LOGGER, rng: new SeededRng(1), ...(timers && { timers }), onFatal: () => undefined, createClient: tlsClients },
     );
     connections.push(connection);
     connection.start();
@@ -92,7 +95,7 @@ describe('ControllerConnection (in process, real gRPC)', () => {
     const silent = await FakeController.start({ kind: 'silent' });
     const leader = await FakeController.start({ kind: 'leader', heartbeatIntervalMs: 100 });
     controllers.push(silent, leader);
-    const connection = connect({ controllers: [silent.address, leader.address], welcomeTimeoutMs: 300 });
+    const connection = connect({ controllers: [silent.address, leader.address], welcomeTimeoutMs: 2_000 });
     await waitFor(() => leader.heartbeats.length >= 2, { deadlineMs: 20_000, message: 'heartbeats at the leader' });
     expect(silent.registers).toHaveLength(1);
     expect(connection.connected).toBe(true);

@@ -1,6 +1,6 @@
-import { credentials, Metadata, status, type ClientDuplexStream, type StatusObject } from '@grpc/grpc-js';
+import { Metadata, status, type ClientDuplexStream, type StatusObject } from '@grpc/grpc-js';
 import type { Rng } from '@llmgw/domain';
-import { AgentServiceClient, type ConnectRequest, type ConnectResponse, type Heartbeat, type Register } from '@llmgw/proto';
+import type { AgentServiceClient, ConnectRequest, ConnectResponse, Heartbeat, Register } from '@llmgw/proto';
 import { LeaderFollower, type FollowBounds } from '@llmgw/lease';
 import { errorMessage, type AgentLogger } from '../runtime/agent.logger';
 
@@ -47,8 +47,8 @@ export interface ConnectionDeps {
   readonly logger: AgentLogger;
   readonly rng: Rng;
   readonly timers?: Timers;
-  /** Makes a client for one address (default: insecure channel). */
-  readonly createClient?: (address: string) => AgentServiceClient;
+  /** Makes a client for one address (controller.clients.ts). */
+  readonly createClient: (address: string) => AgentServiceClient;
   /** The controller refused this agent (bad join token): the agent must stop, not retry. */
   readonly onFatal: (error: JoinRejectedError) => void;
   /** The node secret: sent in every Register, and replaced when a Welcome issues one (first join). */
@@ -77,9 +77,6 @@ export class JoinRejectedError extends Error {
     this.name = 'JoinRejectedError';
   }
 }
-
-const KEEPALIVE_TIME_MS = 30_000;
-const KEEPALIVE_TIMEOUT_MS = 10_000;
 
 const REAL_TIMERS: Timers = {
   setTimeout: (fn, ms) => setTimeout(fn, ms),
@@ -153,14 +150,7 @@ export class ControllerConnection {
     const address = this.follower.current();
     let client = this.clients.get(address);
     if (!client) {
-      client = this.deps.createClient
-        ? this.deps.createClient(address)
-        : new AgentServiceClient(address, credentials.createInsecure(), {
-            // HTTP/2 pings find a controller that vanished without closing the connection (power
-            // loss, a partition); without them a dead stream looks like a quiet one.
-            'grpc.keepalive_time_ms': KEEPALIVE_TIME_MS,
-            'grpc.keepalive_timeout_ms': KEEPALIVE_TIMEOUT_MS,
-          });
+      client = this.deps.createClient(address);
       this.clients.set(address, client);
     }
     const metadata = new Metadata();

@@ -10,6 +10,7 @@ import { repoRoot } from '@llmgw/testing';
 import { describe, expect, it } from 'vitest';
 import { agentConfigSchema } from '../config/agent.config';
 import { JOIN_REJECTED_EXIT_CODE } from '../connection/controller.connection';
+import { testGrpcTlsEnv } from '@llmgw/testing';
 
 const UNIT = join(repoRoot(), 'deploy', 'systemd', 'llmgw-agent.service');
 const ENV_EXAMPLE = join(repoRoot(), 'deploy', 'agent.env.example');
@@ -61,7 +62,8 @@ describe('deploy/systemd/llmgw-agent.service', () => {
     // Engine caches land inside the state directory, the only other writable place.
     for (const key of ['HOME', 'TMPDIR', 'RAY_TMPDIR']) expect(env.get(key)?.startsWith(`${env.get('LLMGW_AGENT_STATE_DIR')}/`)).toBe(true);
     // And the agent, configured this way, keeps its state and cache exactly there.
-    const config = loadConfig(agentConfigSchema, Object.fromEntries(env));
+    // (The CA file the env file names lives on the node; the test CA stands in for it.)
+    const config = loadConfig(agentConfigSchema, { ...Object.fromEntries(env), LLMGW_GRPC_TLS_CA: testGrpcTlsEnv().LLMGW_GRPC_TLS_CA });
     expect(config.runtime.stateDir).toBe(env.get('LLMGW_AGENT_STATE_DIR'));
     expect(config.discovery.cacheDir).toBe(env.get('LLMGW_AGENT_CACHE_DIR'));
   });
@@ -81,6 +83,10 @@ describe('deploy/agent.env.example', () => {
   it('its active lines are a valid configuration once the placeholder token is replaced, and the placeholder is refused', () => {
     const active = Object.fromEntries([...text.matchAll(/^([A-Z][A-Z0-9_]+)=(.*)$/gm)].map((m) => [m[1], m[2]]));
     expect(active.LLMGW_AGENT_JOIN_TOKEN).toBe('change-me');
+    // TLS to the controller is on: the example names the CA (on the node; the test CA stands in for it here).
+    expect(active.LLMGW_GRPC_TLS_CA).toBe('/etc/llmgw/tls/ca.crt');
+    expect(active.LLMGW_GRPC_INSECURE).toBeUndefined();
+    active.LLMGW_GRPC_TLS_CA = testGrpcTlsEnv().LLMGW_GRPC_TLS_CA;
     expect(() => loadConfig(agentConfigSchema, active)).toThrow(/LLMGW_AGENT_JOIN_TOKEN=<redacted>/);
     const config = loadConfig(agentConfigSchema, { ...active, LLMGW_AGENT_JOIN_TOKEN: '9f2c4e6a8b0d1f3e5a7c9e1b' });
     expect(config.runtime.controllers).toHaveLength(2);

@@ -1,5 +1,6 @@
 import { accessSync, constants, existsSync, mkdirSync } from 'node:fs';
 import { delimiter, dirname, join } from 'node:path';
+import type { ControllerClientFactory } from '../connection/controller.clients';
 import { ControllerConnection, type JoinRejectedError } from '../connection/controller.connection';
 import { DiscoveryService, type DiscoveryOptions } from '../discovery/discovery.service';
 import { EngineRecordRepository } from '../state/engine-record.repository';
@@ -32,6 +33,8 @@ export interface CreateAgentRuntimeOptions {
   readonly agentVersion?: string;
   /** Test seam: the HTTP client weights are fetched with. */
   readonly http?: HttpClient;
+  /** Makes the AgentService client for a controller address (controller.clients.ts). */
+  readonly createClient: ControllerClientFactory;
 }
 
 export interface CreatedAgentRuntime {
@@ -126,6 +129,7 @@ export function createAgentRuntime(options: CreateAgentRuntimeOptions): CreatedA
       rng: { next: () => Math.random() },
       onFatal: options.onFatal,
       onLeaderChange: (connected) => runtime.leaderChanged(connected),
+      createClient: options.createClient,
     },
   );
   runtime.attach(connection);

@@ -2,7 +2,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { runTsEntry, spawnProcess, type SpawnedProcess } from '@llmgw/testing';
+import { inheritedTestEnv, runTsEntry, spawnProcess, type SpawnedProcess } from '@llmgw/testing';
 
 /** The admin token the test apps run with. */
 export const TEST_TOKEN = 'test-admin-token-0123456789';
@@ -22,7 +22,7 @@ export interface CatalogApp {
  */
 export async function startCatalogApp(options: { databaseUrl?: string; env?: Record<string, string> } = {}): Promise<CatalogApp> {
   const dataDir = mkdtempSync(join(tmpdir(), 'llmgw-catalog-e2e-'));
-  const inherited = Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith('LLMGW_')));
+  const inherited = inheritedTestEnv();
   let proc: SpawnedProcess;
   try {
     proc = await spawnProcess({

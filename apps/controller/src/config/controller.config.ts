@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { DATABASE_ENV, GRPC_TRANSPORT_ENV, env, envVar, SHARED_ENV, sharedConfig, type DeepReadonly, type EnvParse } from '@llmgw/config';
+import { DATABASE_ENV, GRPC_TRANSPORT_ENV, grpcTransportConfig, grpcTransportProblems, env, envVar, SHARED_ENV, sharedConfig, type DeepReadonly, type EnvParse } from '@llmgw/config';
 import { z } from 'zod';
 
 /** `host:port` (a host name, IPv4, or `[IPv6]`), as agents and routers dial it. */
@@ -41,7 +41,7 @@ export const controllerConfigSchema = z
     LLMGW_CONTROLLER_PORT: env.port({ default: 8081 }),
     /** gRPC listener for agents and routers; 0 = any free port (the bound port is logged). */
     LLMGW_CONTROLLER_GRPC_PORT: env.port({ default: 8082 }),
-    /** TLS of the gRPC listener (read, not yet applied: see GRPC_TRANSPORT_ENV). */
+    /** TLS of the gRPC listener: its certificate and key, and with LLMGW_GRPC_TLS_CLIENT_AUTH the CA client certificates must chain to. */
     ...GRPC_TRANSPORT_ENV,
     ...DATABASE_ENV,
     /** Agents must send `authorization: Bearer <token>`; required unless LLMGW_CONTROLLER_INSECURE_NO_AUTH=true. */
@@ -86,6 +86,7 @@ export const controllerConfigSchema = z
     LLMGW_CONTROLLER_COMMAND_TIMEOUT: env.duration({ default: '30s' }),
   })
   .superRefine((e, ctx) => {
+    for (const [variable, message] of grpcTransportProblems(e, 'server')) ctx.addIssue({ code: 'custom', path: [variable], message });
     if (!e.LLMGW_CONTROLLER_INSECURE_NO_AUTH) {
       const tokens: [keyof typeof e, string | undefined, string][] = [
         ['LLMGW_CONTROLLER_JOIN_TOKEN', e.LLMGW_CONTROLLER_JOIN_TOKEN, 'agents'],
@@ -125,6 +126,8 @@ export const controllerConfigSchema = z
       ...shared,
       port: e.LLMGW_CONTROLLER_PORT,
       grpcPort: e.LLMGW_CONTROLLER_GRPC_PORT,
+      /** TLS of the gRPC listener (or plaintext on purpose). */
+      grpc: grpcTransportConfig(e, 'server'),
       /** Store connection; unset = SQLite file `llmgw.db` in the data dir. */
       databaseUrl: e.LLMGW_DATABASE_URL ?? `sqlite:${join(shared.dataDir, 'llmgw.db')}`,
       joinToken: e.LLMGW_CONTROLLER_JOIN_TOKEN,

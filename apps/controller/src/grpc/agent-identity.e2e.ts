@@ -4,9 +4,9 @@
 // win every time, the endpoint address must never change, and the rogue must get nothing. Then
 // the same agent reconnecting still replaces its older stream, and `llmgw nodes forget` lets a
 // re-installed machine join again under a lost node's id.
-import { credentials, Metadata, status } from '@grpc/grpc-js';
+import { Metadata, status } from '@grpc/grpc-js';
 import { openStore } from '@llmgw/store';
-import { sqliteBackend, waitFor, type TestDatabase } from '@llmgw/testing';
+import { sqliteBackend, testChannelCredentials, type TestDatabase, waitFor } from '@llmgw/testing';
 import { AgentServiceClient, type ConnectResponse, type Register } from '@llmgw/proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FakeAgent } from '../test/agent.fake';
@@ -30,7 +30,7 @@ interface StreamOutcome {
  * then returned open through `cancel`).
  */
 function connectAs(address: string, register: Partial<Register> & { nodeId: string }, options: { holdUntilWelcome?: boolean } = {}): Promise<StreamOutcome & { cancel(): void }> {
-  const client = new AgentServiceClient(address, credentials.createInsecure());
+  const client = new AgentServiceClient(address, testChannelCredentials());
   const metadata = new Metadata();
   metadata.set('authorization', `Bearer ${JOIN_TOKEN}`);
   const call = client.connect(metadata, { deadline: Date.now() + 10_000 });
@@ -273,7 +273,7 @@ describe('node identity', () => {
     const plane = controller.plane as unknown as { admit(): Promise<unknown>; options: { store: { nodes: { credentialHash(id: string): Promise<unknown> } } } };
     /** Opens Connect, sends Register, and cancels the stream after `ms` (as an agent's Welcome timeout does). */
     const registerThenCancel = async (nodeId: string, ms: number): Promise<void> => {
-      const client = new AgentServiceClient(controller.grpc, credentials.createInsecure());
+      const client = new AgentServiceClient(controller.grpc, testChannelCredentials());
       const metadata = new Metadata();
       metadata.set('authorization', `Bearer ${JOIN_TOKEN}`);
       const call = client.connect(metadata);

@@ -3,9 +3,9 @@
 // and the controller decoded all of it before refusing it, blocking its event loop for seconds
 // (heartbeats stalled, nodes turned unreachable). A call with no token, or a wrong one, gets
 // UNAUTHENTICATED and its message is never decoded; a call with the token is served as before.
-import { Client, credentials, Metadata, status, type ServiceError } from '@grpc/grpc-js';
+import { Client, Metadata, status, type ServiceError } from '@grpc/grpc-js';
 import { ConnectRequest, ReportUsageRequest } from '@llmgw/proto';
-import { sqliteBackend, type TestDatabase } from '@llmgw/testing';
+import { sqliteBackend, testChannelCredentials, type TestDatabase } from '@llmgw/testing';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { catalogDoc, catalogFile, startController, type TestController } from '../test/controller.harness';
 
@@ -53,7 +53,7 @@ describe('gRPC tokens are checked before a request message is read', () => {
       LLMGW_CONTROLLER_INSECURE_NO_AUTH: 'false',
       LLMGW_CONTROLLER_SETTLE: '200ms',
     });
-    client = new Client(controller.grpc, credentials.createInsecure(), { 'grpc.max_send_message_length': 100 * 1024 * 1024 });
+    client = new Client(controller.grpc, testChannelCredentials(), { 'grpc.max_send_message_length': 100 * 1024 * 1024 });
   }, 60_000);
 
   afterAll(async () => {

@@ -7,10 +7,10 @@ import { connect as tcpConnect } from 'node:net';
 import { Client, Metadata, status, type ServiceError } from '@grpc/grpc-js';
 import { ConnectRequest, ReportUsageRequest, WatchRequest } from '@llmgw/proto';
 import { openStore, type Store } from '@llmgw/store';
-import { sqliteBackend, waitFor, type TestDatabase } from '@llmgw/testing';
+import { sqliteBackend, testChannelCredentials, waitFor, type TestDatabase } from '@llmgw/testing';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { catalogDoc, catalogFile, startController, testChannelCredentials, type TestController } from '../test/controller.harness';
+import { catalogDoc, catalogFile, startController, type TestController } from '../test/controller.harness';
 import { CALLER_OF_SERVICE } from './grpc-auth';
 import { GRPC_MAX_RECEIVE_BYTES, GRPC_PACKAGE_DEFINITION } from './grpc.transport';
 

@@ -2,9 +2,9 @@
 // compressed snapshots and one that does not (an older router) follow the same revisions and see
 // the same endpoints, each in the form it asked for; with a router token, a client without it
 // can neither watch nor report usage, and a forged usage time in the future is clamped.
-import { credentials, Metadata, status, type ServiceError } from '@grpc/grpc-js';
+import { Metadata, status, type ServiceError } from '@grpc/grpc-js';
 import { RouterServiceClient } from '@llmgw/proto';
-import { sqliteBackend, waitFor, type TestDatabase } from '@llmgw/testing';
+import { sqliteBackend, testChannelCredentials, type TestDatabase, waitFor } from '@llmgw/testing';
 import { afterAll, describe, expect, it } from 'vitest';
 import { FakeAgent } from '../test/agent.fake';
 import { catalogDoc, catalogFile, startController, WatchingRouter, type TestController } from '../test/controller.harness';
@@ -105,7 +105,7 @@ describe('RouterService with a router token', () => {
 
       // ReportUsage: the forged year-2100 time, without the token: refused, nothing recorded.
       const [a, b] = router.latest!.endpoints.map((e) => e.replicaId).sort();
-      const client = new RouterServiceClient(controller.grpc, credentials.createInsecure());
+      const client = new RouterServiceClient(controller.grpc, testChannelCredentials());
       cleanups.push(() => client.close());
       const report = (lastUsedUnixMs: Record<string, number>, bearer?: string): Promise<ServiceError | null> => {
         const md = new Metadata();

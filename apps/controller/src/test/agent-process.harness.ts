@@ -1,7 +1,7 @@
 // Test support: the real llmgw-agent as a process (fake GPUs, the engine simulator in place of
 // vLLM), in a home under `root`, for controller tests.
 import { join } from 'node:path';
-import { runTsEntry, spawnProcess, type SpawnedProcess } from '@llmgw/testing';
+import { inheritedTestEnv, runTsEntry, spawnProcess, type SpawnedProcess } from '@llmgw/testing';
 
 /**
  * Starts llmgw-agent `nodeId` against `controller` (one address or a comma list), ready once it
@@ -9,7 +9,7 @@ import { runTsEntry, spawnProcess, type SpawnedProcess } from '@llmgw/testing';
  */
 export function startAgent(nodeId: string, controller: string, root: string, extra: { home?: string; env?: Record<string, string>; ready?: boolean } = {}): Promise<SpawnedProcess> {
   const home = extra.home ?? join(root, nodeId);
-  const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('LLMGW_') && !k.startsWith('HF_')));
+  const env = inheritedTestEnv(['HF_']);
   return spawnProcess({
     ...runTsEntry('apps/agent/src/main.ts'),
     name: `llmgw-agent ${nodeId}`,

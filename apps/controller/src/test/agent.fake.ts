@@ -1,7 +1,7 @@
 // An agent for controller tests: speaks AgentService over real gRPC with fake GPUs, and "runs"
 // replicas either as real sim-engine processes (engines: 'sim') or by reporting them ready on a
 // made-up port at once (engines: 'none', for tests and benchmarks about control logic only).
-import { credentials, Metadata, type ClientDuplexStream } from '@grpc/grpc-js';
+import { Metadata, type ClientDuplexStream } from '@grpc/grpc-js';
 import { isCacheName } from '@llmgw/catalog';
 import {
   AgentServiceClient,
@@ -16,7 +16,7 @@ import {
   type SupervisedReplica,
   type UnheardFailure,
 } from '@llmgw/proto';
-import { runTsEntry, spawnProcess, type SpawnedProcess } from '@llmgw/testing';
+import { runTsEntry, type SpawnedProcess, spawnProcess, testChannelCredentials } from '@llmgw/testing';
 
 const GB = 1e9;
 
@@ -115,7 +115,7 @@ export class FakeAgent {
     const address = this.redirect ?? this.options.controllers[this.next++ % this.options.controllers.length];
     this.redirect = undefined;
     this.client?.close();
-    this.client = new AgentServiceClient(address, credentials.createInsecure());
+    this.client = new AgentServiceClient(address, testChannelCredentials());
     const md = new Metadata();
     if (this.options.token !== undefined) md.set('authorization', `Bearer ${this.options.token}`);
     const call = this.client.connect(md);

@@ -1,6 +1,6 @@
 // Test support: an in-process controller (the real Nest module on real ports), a watching
 // router over real gRPC, and a catalog document builder.
-import { credentials, Metadata, type ChannelCredentials, type ClientReadableStream } from '@grpc/grpc-js';
+import { Metadata, type ClientReadableStream } from '@grpc/grpc-js';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -11,6 +11,7 @@ import { ExpressAdapter } from '@nestjs/platform-express';
 import type { INestApplication } from '@nestjs/common';
 import { loadConfig } from '@llmgw/config';
 import { createLogger, createMetricsRegistry } from '@llmgw/observability';
+import { testChannelCredentials, testGrpcTlsEnv } from '@llmgw/testing';
 import { EndpointSnapshot, RouterServiceClient, type WatchResponse } from '@llmgw/proto';
 import type { AddressInfo } from 'node:net';
 import { controllerConfigSchema } from '../config/controller.config';
@@ -30,11 +31,6 @@ export const FAST_ENV: Record<string, string> = {
   LLMGW_CONTROLLER_COMMAND_TIMEOUT: '5s',
 };
 
-/** The channel credentials test clients reach the in-process controller's gRPC port with. */
-export function testChannelCredentials(): ChannelCredentials {
-  return credentials.createInsecure();
-}
-
 /** A controller running in this process. */
 export interface TestController {
   readonly app: INestApplication;
@@ -49,12 +45,13 @@ export interface TestController {
 }
 
 /**
- * Starts the real controller module on 127.0.0.1 (HTTP on port 0; gRPC on LLMGW_CONTROLLER_GRPC_PORT or 0).
+ * Starts the real controller module on 127.0.0.1 (HTTP on port 0; gRPC on LLMGW_CONTROLLER_GRPC_PORT or 0,
+ * over TLS with the test PKI unless `env` says LLMGW_GRPC_INSECURE=true).
  * Without tokens in `env` it runs with LLMGW_CONTROLLER_INSECURE_NO_AUTH=true, said explicitly
  * here: tests about control logic need no credentials; tests about them pass tokens.
  */
 export async function startController(env: Record<string, string>): Promise<TestController> {
-  const config = loadConfig(controllerConfigSchema, { LLMGW_CONTROLLER_GRPC_PORT: '0', LLMGW_LOG_LEVEL: 'info', LLMGW_CONTROLLER_INSECURE_NO_AUTH: 'true', ...FAST_ENV, ...env });
+  const config = loadConfig(controllerConfigSchema, { LLMGW_CONTROLLER_GRPC_PORT: '0', LLMGW_LOG_LEVEL: 'info', LLMGW_CONTROLLER_INSECURE_NO_AUTH: 'true', ...testGrpcTlsEnv(), ...FAST_ENV, ...env });
   const logs: Record<string, unknown>[] = [];
   const destination = new Writable({
     write(chunk, _enc, done) {
@@ -108,7 +105,7 @@ export class WatchingRouter {
     /** Sent as `authorization: Bearer <token>` when given. */
     readonly token?: string,
   ) {
-    this.client = new RouterServiceClient(address, credentials.createInsecure());
+    this.client = new RouterServiceClient(address, testChannelCredentials());
     this.open();
   }
 

@@ -4,7 +4,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openStore } from '@llmgw/store';
-import { runTsEntry, spawnProcess, stopAllSpawned, type SpawnedProcess } from '@llmgw/testing';
+import { inheritedTestEnv, runTsEntry, spawnProcess, stopAllSpawned, type SpawnedProcess } from '@llmgw/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ReplicaView, StatusView } from '../api/admin-api.types';
 import { runCtl } from '../test/cli-run';
@@ -48,7 +48,7 @@ const MODEL_B = `  - name: model-b
 `;
 
 beforeAll(async () => {
-  const inherited = Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith('LLMGW_')));
+  const inherited = inheritedTestEnv();
   app = await spawnProcess({
     ...runTsEntry('apps/catalog/src/main.ts'),
     name: 'llmgw-catalog',

@@ -1,10 +1,14 @@
 import { ConfigError, loadConfig } from '@llmgw/config';
 import { describe, expect, it } from 'vitest';
 import { routerConfigSchema } from './router.config';
+import { testGrpcTlsEnv } from '@llmgw/testing';
+
+/** The gRPC TLS files every config below is given (the test PKI), unless a test is about them. */
+const TLS = testGrpcTlsEnv();
 
 describe('routerConfigSchema', () => {
   it('has defaults for everything: static mode, no auth, default scorers', () => {
-    const c = loadConfig(routerConfigSchema, {});
+    const c = loadConfig(routerConfigSchema, { ...TLS });
     expect(c).toMatchObject({
       port: 8080,
       controllerAddresses: undefined,
@@ -19,7 +23,7 @@ describe('routerConfigSchema', () => {
   });
 
   it('reads every router setting', () => {
-    const c = loadConfig(routerConfigSchema, {
+    const c = loadConfig(routerConfigSchema, { ...TLS,
       LLMGW_ROUTER_CONTROLLER: '10.0.0.2:8082',
       LLMGW_ROUTER_CONTROLLER_TOKEN: 'router-token-0123456789',
       LLMGW_ROUTER_SCORERS: 'queue=1,in-flight=0.5',
@@ -40,22 +44,22 @@ describe('routerConfigSchema', () => {
   });
 
   it('takes a comma list of controller addresses (every controller sharing the lease), and refuses a bad or repeated item by its place', () => {
-    expect(loadConfig(routerConfigSchema, { LLMGW_ROUTER_CONTROLLER: '10.0.0.2:8082, [fd00::3]:8082,controller-b.svc:8082' }).controllerAddresses).toEqual([
+    expect(loadConfig(routerConfigSchema, { ...TLS, LLMGW_ROUTER_CONTROLLER: '10.0.0.2:8082, [fd00::3]:8082,controller-b.svc:8082' }).controllerAddresses).toEqual([
       '10.0.0.2:8082',
       '[fd00::3]:8082',
       'controller-b.svc:8082',
     ]);
-    expect(() => loadConfig(routerConfigSchema, { LLMGW_ROUTER_CONTROLLER: '10.0.0.2:8082,http://b:8082' })).toThrow(
+    expect(() => loadConfig(routerConfigSchema, { ...TLS, LLMGW_ROUTER_CONTROLLER: '10.0.0.2:8082,http://b:8082' })).toThrow(
       'LLMGW_ROUTER_CONTROLLER="10.0.0.2:8082,http://b:8082": item 2 ("http://b:8082"): expected host:port (no scheme), e.g. 10.0.0.2:8082',
     );
-    expect(() => loadConfig(routerConfigSchema, { LLMGW_ROUTER_CONTROLLER: '10.0.0.2:8082,' })).toThrow(/item 2 \(""\): expected host:port/);
-    expect(() => loadConfig(routerConfigSchema, { LLMGW_ROUTER_CONTROLLER: 'a:1,b:1,a:1' })).toThrow(/a:1 is listed twice/);
+    expect(() => loadConfig(routerConfigSchema, { ...TLS, LLMGW_ROUTER_CONTROLLER: '10.0.0.2:8082,' })).toThrow(/item 2 \(""\): expected host:port/);
+    expect(() => loadConfig(routerConfigSchema, { ...TLS, LLMGW_ROUTER_CONTROLLER: 'a:1,b:1,a:1' })).toThrow(/a:1 is listed twice/);
   });
 
   it('refuses bad values, naming each variable and value, instead of falling back to a default', () => {
     let error: unknown;
     try {
-      loadConfig(routerConfigSchema, {
+      loadConfig(routerConfigSchema, { ...TLS,
         LLMGW_ROUTER_CONTROLLER: 'http://controller:8082',
         LLMGW_ROUTER_SCORERS: 'queue=3,prefix=1',
         LLMGW_ROUTER_MAX_KV_USAGE: '1.5',
@@ -73,41 +77,48 @@ describe('routerConfigSchema', () => {
       'LLMGW_ROUTER_MAX_KV_USAGE="1.5": expected a number greater than 0 and at most 1',
       'LLMGW_ROUTER_SCORERS="queue=3,prefix=1": prefix: unknown scorer (known: queue, running, kv-cache, in-flight, scrape-health)',
     ]);
-    expect(() => loadConfig(routerConfigSchema, { LLMGW_ROUTER_WATCH_BACKOFF_MIN: '5s', LLMGW_ROUTER_WATCH_BACKOFF_MAX: '1s' })).toThrow(
+    expect(() => loadConfig(routerConfigSchema, { ...TLS, LLMGW_ROUTER_WATCH_BACKOFF_MIN: '5s', LLMGW_ROUTER_WATCH_BACKOFF_MAX: '1s' })).toThrow(
       /LLMGW_ROUTER_WATCH_BACKOFF_MAX.*must not be shorter/,
     );
-    expect(() => loadConfig(routerConfigSchema, { LLMGW_ROUTER_MAX_JSON_DEPTH: '0' })).toThrow(/LLMGW_ROUTER_MAX_JSON_DEPTH/);
-    expect(() => loadConfig(routerConfigSchema, { LLMGW_ROUTER_MAX_CONNECTIONS: 'many' })).toThrow(/LLMGW_ROUTER_MAX_CONNECTIONS/);
-    expect(() => loadConfig(routerConfigSchema, { LLMGW_ROUTER_MIN_BODY_RATE: '-1' })).toThrow(/LLMGW_ROUTER_MIN_BODY_RATE/);
-    expect(() => loadConfig(routerConfigSchema, { LLMGW_ROUTER_BODY_RATE_GRACE: 'soon' })).toThrow(/LLMGW_ROUTER_BODY_RATE_GRACE/);
-    expect(() => loadConfig(routerConfigSchema, { LLMGW_ROUTER_SCORERS: 'queue=0' })).toThrow(/queue: weight must be a positive number, got 0/);
+    expect(() => loadConfig(routerConfigSchema, { ...TLS, LLMGW_ROUTER_MAX_JSON_DEPTH: '0' })).toThrow(/LLMGW_ROUTER_MAX_JSON_DEPTH/);
+    expect(() => loadConfig(routerConfigSchema, { ...TLS, LLMGW_ROUTER_MAX_CONNECTIONS: 'many' })).toThrow(/LLMGW_ROUTER_MAX_CONNECTIONS/);
+    expect(() => loadConfig(routerConfigSchema, { ...TLS, LLMGW_ROUTER_MIN_BODY_RATE: '-1' })).toThrow(/LLMGW_ROUTER_MIN_BODY_RATE/);
+    expect(() => loadConfig(routerConfigSchema, { ...TLS, LLMGW_ROUTER_BODY_RATE_GRACE: 'soon' })).toThrow(/LLMGW_ROUTER_BODY_RATE_GRACE/);
+    expect(() => loadConfig(routerConfigSchema, { ...TLS, LLMGW_ROUTER_SCORERS: 'queue=0' })).toThrow(/queue: weight must be a positive number, got 0/);
   });
 
   it('refuses a controller token that is short or an example placeholder, naming the variable, never the value', () => {
-    expect(() => loadConfig(routerConfigSchema, { LLMGW_ROUTER_CONTROLLER_TOKEN: 'change-me' })).toThrow(/LLMGW_ROUTER_CONTROLLER_TOKEN=<redacted>: expected 16 to 512 characters/);
-    expect(() => loadConfig(routerConfigSchema, { LLMGW_ROUTER_CONTROLLER_TOKEN: 'change-me-router-token-0123' })).toThrow(/LLMGW_ROUTER_CONTROLLER_TOKEN=<redacted>: looks like an example placeholder/);
-    expect(loadConfig(routerConfigSchema, {}).controllerToken).toBeUndefined();
+    expect(() => loadConfig(routerConfigSchema, { ...TLS, LLMGW_ROUTER_CONTROLLER_TOKEN: 'change-me' })).toThrow(/LLMGW_ROUTER_CONTROLLER_TOKEN=<redacted>: expected 16 to 512 characters/);
+    expect(() => loadConfig(routerConfigSchema, { ...TLS, LLMGW_ROUTER_CONTROLLER_TOKEN: 'change-me-router-token-0123' })).toThrow(/LLMGW_ROUTER_CONTROLLER_TOKEN=<redacted>: looks like an example placeholder/);
+    expect(loadConfig(routerConfigSchema, { ...TLS }).controllerToken).toBeUndefined();
   });
 
   it('bounds the scrape timeout and the unanswered scrapes that make an endpoint unavailable', () => {
-    expect(loadConfig(routerConfigSchema, {}).scrape).toEqual({ intervalMs: 1_000, timeoutMs: 800, staleAfterMs: 5_000, unavailableAfter: 3 });
-    expect(loadConfig(routerConfigSchema, { LLMGW_ROUTER_SCRAPE_TIMEOUT: '2s', LLMGW_ROUTER_SCRAPE_UNAVAILABLE_AFTER: '5' }).scrape).toMatchObject({
+    expect(loadConfig(routerConfigSchema, { ...TLS }).scrape).toEqual({ intervalMs: 1_000, timeoutMs: 800, staleAfterMs: 5_000, unavailableAfter: 3 });
+    expect(loadConfig(routerConfigSchema, { ...TLS, LLMGW_ROUTER_SCRAPE_TIMEOUT: '2s', LLMGW_ROUTER_SCRAPE_UNAVAILABLE_AFTER: '5' }).scrape).toMatchObject({
       timeoutMs: 2_000,
       unavailableAfter: 5,
     });
-    expect(() => loadConfig(routerConfigSchema, { LLMGW_ROUTER_SCRAPE_TIMEOUT: '5m' })).toThrow(/LLMGW_ROUTER_SCRAPE_TIMEOUT.*at most 60000 ms/);
-    expect(() => loadConfig(routerConfigSchema, { LLMGW_ROUTER_SCRAPE_UNAVAILABLE_AFTER: '0' })).toThrow(/LLMGW_ROUTER_SCRAPE_UNAVAILABLE_AFTER/);
+    expect(() => loadConfig(routerConfigSchema, { ...TLS, LLMGW_ROUTER_SCRAPE_TIMEOUT: '5m' })).toThrow(/LLMGW_ROUTER_SCRAPE_TIMEOUT.*at most 60000 ms/);
+    expect(() => loadConfig(routerConfigSchema, { ...TLS, LLMGW_ROUTER_SCRAPE_UNAVAILABLE_AFTER: '0' })).toThrow(/LLMGW_ROUTER_SCRAPE_UNAVAILABLE_AFTER/);
   });
 
   it('bounds how long a streamed head is held for its first content (0 = never)', () => {
-    expect(loadConfig(routerConfigSchema, {}).proxy.holdUntilContentMs).toBe(2_000);
-    expect(loadConfig(routerConfigSchema, { LLMGW_ROUTER_HOLD_UNTIL_CONTENT: '0' }).proxy.holdUntilContentMs).toBe(0);
-    expect(() => loadConfig(routerConfigSchema, { LLMGW_ROUTER_HOLD_UNTIL_CONTENT: '1m' })).toThrow(/LLMGW_ROUTER_HOLD_UNTIL_CONTENT.*at most 30000 ms/);
+    expect(loadConfig(routerConfigSchema, { ...TLS }).proxy.holdUntilContentMs).toBe(2_000);
+    expect(loadConfig(routerConfigSchema, { ...TLS, LLMGW_ROUTER_HOLD_UNTIL_CONTENT: '0' }).proxy.holdUntilContentMs).toBe(0);
+    expect(() => loadConfig(routerConfigSchema, { ...TLS, LLMGW_ROUTER_HOLD_UNTIL_CONTENT: '1m' })).toThrow(/LLMGW_ROUTER_HOLD_UNTIL_CONTENT.*at most 30000 ms/);
   });
 
   it('keeps the debug header off unless asked for', () => {
-    expect(loadConfig(routerConfigSchema, {}).proxy.debugHeader).toBe(false);
-    expect(loadConfig(routerConfigSchema, { LLMGW_ROUTER_DEBUG_HEADER: 'true' }).proxy.debugHeader).toBe(true);
-    expect(() => loadConfig(routerConfigSchema, { LLMGW_ROUTER_DEBUG_HEADER: 'yes' })).toThrow(/LLMGW_ROUTER_DEBUG_HEADER/);
+    expect(loadConfig(routerConfigSchema, { ...TLS }).proxy.debugHeader).toBe(false);
+    expect(loadConfig(routerConfigSchema, { ...TLS, LLMGW_ROUTER_DEBUG_HEADER: 'true' }).proxy.debugHeader).toBe(true);
+    expect(() => loadConfig(routerConfigSchema, { ...TLS, LLMGW_ROUTER_DEBUG_HEADER: 'yes' })).toThrow(/LLMGW_ROUTER_DEBUG_HEADER/);
+  });
+
+  it('dials a controller over TLS: with LLMGW_ROUTER_CONTROLLER it needs the CA unless LLMGW_GRPC_INSECURE=true; without a controller it needs nothing', () => {
+    expect(() => loadConfig(routerConfigSchema, { LLMGW_ROUTER_CONTROLLER: '127.0.0.1:8082' })).toThrow(/LLMGW_GRPC_TLS_CA.*is required.*LLMGW_GRPC_INSECURE=true/);
+    expect(loadConfig(routerConfigSchema, { LLMGW_ROUTER_CONTROLLER: '127.0.0.1:8082', LLMGW_GRPC_TLS_CA: TLS.LLMGW_GRPC_TLS_CA }).grpc).toMatchObject({ insecure: false, caFile: TLS.LLMGW_GRPC_TLS_CA });
+    expect(loadConfig(routerConfigSchema, { LLMGW_ROUTER_CONTROLLER: '127.0.0.1:8082', LLMGW_GRPC_INSECURE: 'true' }).grpc).toMatchObject({ insecure: true });
+    expect(loadConfig(routerConfigSchema, {}).controllerAddresses).toBeUndefined();
   });
 });

@@ -1,4 +1,4 @@
-import { GRPC_TRANSPORT_ENV, env, envVar, parseDuration, SHARED_ENV, sharedConfig, type DeepReadonly, type EnvParse } from '@llmgw/config';
+import { GRPC_TRANSPORT_ENV, grpcTransportConfig, grpcTransportProblems, env, envVar, parseDuration, SHARED_ENV, sharedConfig, type DeepReadonly, type EnvParse } from '@llmgw/config';
 import { DomainError } from '@llmgw/domain';
 import { buildScorers, DEFAULT_SCORER_WEIGHTS } from '@llmgw/routing';
 import { z } from 'zod';
@@ -96,7 +96,7 @@ export const routerConfigSchema = z
      * them. Unset = static mode.
      */
     LLMGW_ROUTER_CONTROLLER: envVar(parseAddresses, { optional: true }),
-    /** TLS to the controller (read, not yet applied: see GRPC_TRANSPORT_ENV). */
+    /** TLS to the controller (with LLMGW_ROUTER_CONTROLLER): the CA its certificate is checked against, and a client certificate for mTLS. */
     ...GRPC_TRANSPORT_ENV,
     /** The controller's router token (its LLMGW_CONTROLLER_ROUTER_TOKEN), sent on Watch and ReportUsage; unset = none sent. */
     LLMGW_ROUTER_CONTROLLER_TOKEN: env.token({ optional: true }),
@@ -170,6 +170,9 @@ export const routerConfigSchema = z
     LLMGW_ROUTER_WATCH_BACKOFF_MAX: envVar(durationAtLeast(1), { default: 10_000 }),
   })
   .superRefine((e, ctx) => {
+    if (e.LLMGW_ROUTER_CONTROLLER !== undefined) {
+      for (const [variable, message] of grpcTransportProblems(e, 'client')) ctx.addIssue({ code: 'custom', path: [variable], message });
+    }
     if (e.LLMGW_ROUTER_DRAIN_DELAY + e.LLMGW_ROUTER_DRAIN_TIMEOUT + 1_000 > e.LLMGW_SHUTDOWN_TIMEOUT) {
       ctx.addIssue({
         code: 'custom',
@@ -187,6 +190,8 @@ export const routerConfigSchema = z
     routerId: e.LLMGW_ROUTER_ID,
     controllerAddresses: e.LLMGW_ROUTER_CONTROLLER,
     controllerToken: e.LLMGW_ROUTER_CONTROLLER_TOKEN,
+    /** How the connection to the controller is secured. */
+    grpc: grpcTransportConfig(e, 'client'),
     configFile: e.LLMGW_ROUTER_CONFIG_FILE,
     apiKeysFile: e.LLMGW_ROUTER_API_KEYS_FILE,
     http: {

@@ -6,7 +6,7 @@ import { createServer, type IncomingMessage, type Server as HttpServer, type Ser
 import { connect, type AddressInfo, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Server as GrpcServer, ServerCredentials, status as GrpcStatus, type ServerWritableStream } from '@grpc/grpc-js';
+import { Server as GrpcServer, status as GrpcStatus, type ServerWritableStream } from '@grpc/grpc-js';
 import type { INestApplication } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { ExpressAdapter } from '@nestjs/platform-express';
@@ -20,7 +20,7 @@ import {
   type WatchRequest,
   type WatchResponse,
 } from '@llmgw/proto';
-import { runTsEntry, spawnProcess, waitFor, type SpawnedProcess } from '@llmgw/testing';
+import { runTsEntry, spawnProcess, testGrpcTlsEnv, testServerCredentials, waitFor, type SpawnedProcess } from '@llmgw/testing';
 import type { Registry } from 'prom-client';
 import { stringify as toYaml } from 'yaml';
 import { routerConfigSchema } from '../config/router.config';
@@ -62,6 +62,8 @@ export async function startRouter(env: Record<string, string>, extra: { usageSin
     LLMGW_ROUTER_ID: 'router-under-test',
     // Closing a test's router drains at once: nothing polls its /readyz.
     LLMGW_ROUTER_DRAIN_DELAY: '0ms',
+    // gRPC to a controller over TLS, trusting the test CA.
+    LLMGW_GRPC_TLS_CA: testGrpcTlsEnv().LLMGW_GRPC_TLS_CA,
     ...env,
   });
   const logger = createLogger({ name: 'llmgw-router', level: config.logLevel });
@@ -236,7 +238,7 @@ export class FakeController {
       },
     });
     this.port = await new Promise<number>((resolve, reject) =>
-      server.bindAsync(`127.0.0.1:${port}`, ServerCredentials.createInsecure(), (error, bound) => (error ? reject(error) : resolve(bound))),
+      server.bindAsync(`127.0.0.1:${port}`, testServerCredentials(), (error, bound) => (error ? reject(error) : resolve(bound))),
     );
     this.server = server;
     return this.port;

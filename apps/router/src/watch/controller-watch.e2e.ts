@@ -5,10 +5,9 @@
 // stale one skipped unread), and an unreadable one drops the stream without harming the router.
 import { Writable } from 'node:stream';
 import { deflateRawSync } from 'node:zlib';
-import { credentials } from '@grpc/grpc-js';
 import { createLogger } from '@llmgw/observability';
 import { EndpointSnapshot, RouterServiceClient, type WatchResponse } from '@llmgw/proto';
-import { FakeClock, SeededRng, waitFor } from '@llmgw/testing';
+import { FakeClock, SeededRng, testChannelCredentials, waitFor } from '@llmgw/testing';
 import { afterEach, describe, expect, it } from 'vitest';
 import { EndpointRegistry } from '../endpoints/endpoint.registry';
 import {
@@ -97,6 +96,8 @@ describe('watching the controller', () => {
         'routing-table': { ready: false, reason: 'no endpoint snapshot from the controller yet' },
         // No table yet, so nothing is stale: the age is left out, not 0.
         controller: { ready: true, detail: { connected: false, controller: c.address } },
+        // How the watch is secured: TLS, trusting the test CA.
+        grpc: { ready: true, detail: { security: 'tls' } },
       },
     });
     expect((await postJson(`${r.url}/v1/chat/completions`, chat())).status).toBe(404);
@@ -331,7 +332,7 @@ describe('compressed snapshots', () => {
         done();
       },
     });
-    const client = new RouterServiceClient(c.address, credentials.createInsecure());
+    const client = new RouterServiceClient(c.address, testChannelCredentials());
     const registry = new EndpointRegistry({ clock: new FakeClock(), breaker: { failureThreshold: 2, cooldownMs: 1_000 }, scrapeStaleAfterMs: 3_000, scrapeUnavailableAfter: 3 });
     let invalid = 0;
     let reconnects = 0;

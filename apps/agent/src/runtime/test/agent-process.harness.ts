@@ -3,7 +3,7 @@
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { processExists, runTsEntry, spawnProcess, type SpawnedProcess } from '@llmgw/testing';
+import { inheritedTestEnv, processExists, runTsEntry, spawnProcess, type SpawnedProcess } from '@llmgw/testing';
 
 export const AGENT_BOOT_DEADLINE_MS = 60_000;
 
@@ -26,7 +26,7 @@ export class AgentHome {
 
 /** This process's environment without any LLMGW_* setting, so the developer's shell cannot leak in. */
 function baseEnv(): Record<string, string | undefined> {
-  return Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith('LLMGW_') && !key.startsWith('HF_')));
+  return inheritedTestEnv(['HF_']);
 }
 
 /** Starts llmgw-agent against `controllers`, ready once it listens. `env` overrides the test defaults. */

@@ -1,6 +1,6 @@
 // Test-only: a controller speaking AgentService.Connect over a real grpc-js server on 127.0.0.1:0,
 // recording what agents send and sending the commands a test asks for.
-import { Server, ServerCredentials, status, type Metadata, type ServerDuplexStream } from '@grpc/grpc-js';
+import { Server, status, type Metadata, type ServerDuplexStream } from '@grpc/grpc-js';
 import {
   AgentServiceService,
   type CommandResult,
@@ -11,7 +11,7 @@ import {
   type ReplicaStatus,
   type UnheardFailures,
 } from '@llmgw/proto';
-import { waitFor } from '@llmgw/testing';
+import { testServerCredentials, waitFor } from '@llmgw/testing';
 
 /** How the fake answers a new stream. */
 export type FakeControllerMode =
@@ -55,7 +55,7 @@ export class FakeController {
       connect: (call: ServerDuplexStream<ConnectRequest, ConnectResponse>) => ref.fake?.onStream(call),
     });
     const port = await new Promise<number>((resolve, reject) =>
-      server.bindAsync('127.0.0.1:0', ServerCredentials.createInsecure(), (error, p) => (error ? reject(error) : resolve(p))),
+      server.bindAsync('127.0.0.1:0', testServerCredentials(), (error, p) => (error ? reject(error) : resolve(p))),
     );
     ref.fake = new FakeController(server, port, mode, requiredToken);
     return ref.fake;
