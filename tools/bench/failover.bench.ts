@@ -3,7 +3,7 @@
 //   npm run bench:failover -- [--duration 180] [--kill-after 60] [--clients 16]   (seconds)
 import * as os from 'node:os';
 import { countRecords, runFailoverScenario } from '../e2e/src/failover.scenario';
-import type { StreamRecord } from '../e2e/src/streaming.load';
+import type { StreamRecord } from '@llmgw/testing';
 import { machineLine, percentile, printTable, writeSection } from './bench-report';
 
 const CUT_DEADLINE_MS = 10_000;

@@ -6,26 +6,19 @@
 // leader quickly, and the standby never sends anybody to the dead leader once it stopped
 // renewing. Also: engine failures an agent could not report while no leader listened are
 // recorded by the leader it reaches.
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { ReplicaState } from '@llmgw/proto';
 import { openStore } from '@llmgw/store';
-import { freePort, inheritedTestEnv, nginxPrefix, postgresBackend, runTsEntry, spawnProcess, sqliteBackend, startNginx, stopAllSpawned, waitFor, type SpawnedProcess } from '@llmgw/testing';
+import { nginxPrefix, sqliteBackend, startNginx, stopAllSpawned, waitFor } from '@llmgw/testing';
 import { afterAll, describe, expect, it } from 'vitest';
-import { parseOwner } from './leadership/advertised-lease.store';
 import { FakeAgent } from './test/agent.fake';
-import { startAgent } from './test/agent-process.harness';
 import { catalogDoc, catalogFile, startController, type TestController } from './test/controller.harness';
+import { chatBody, choicesByReplica, controllerCheck, DEFAULT_TIMING as DEFAULTS, startFleet as startHaFleet, type Fleet } from './test/ha-fleet.harness';
 
 const cleanups: (() => Promise<unknown> | void)[] = [];
 afterAll(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
   await stopAllSpawned();
 });
-
-const cleanEnv = (): Record<string, string> =>
-  inheritedTestEnv(['HF_']);
 
 /** Short timings: a 3 s lease renewed every 1 s, 500 ms heartbeats, windows well above a takeover. */
 const SHORT = {
@@ -39,131 +32,16 @@ const SHORT = {
   LLMGW_CONTROLLER_TICK: '200ms',
 };
 
-/**
- * The defaults (lease 15 s renewed every 5 s, heartbeats 5 s, unreachable 15 s, lost 60 s,
- * settle 20 s + 40 s for missing holders, tick 1 s), set over the test harness's fast ones. The
- * settling window is the only one shortened: at the first leader's start, before the kill.
- */
-const DEFAULTS = {
-  LLMGW_CONTROLLER_LEASE_TTL: '15s',
-  LLMGW_CONTROLLER_LEASE_RENEW: '5s',
-  LLMGW_CONTROLLER_HEARTBEAT_INTERVAL: '5s',
-  LLMGW_CONTROLLER_UNREACHABLE_AFTER: '15s',
-  LLMGW_CONTROLLER_LOST_AFTER: '60s',
-  LLMGW_CONTROLLER_SETTLE: '20s',
-  LLMGW_CONTROLLER_SETTLE_HOLDERS: '40s',
-  LLMGW_CONTROLLER_TICK: '1s',
-  LLMGW_CONTROLLER_BACKOFF_MIN: '5s',
-  LLMGW_CONTROLLER_BACKOFF_MAX: '5m',
-};
+/** A and B as the tests below use them: A a process, B in this process. */
+type LocalFleet = Fleet & { standby: TestController };
 
-interface Fleet {
-  readonly root: string;
-  readonly store: Awaited<ReturnType<typeof openStore>>;
-  /** A's and B's gRPC addresses. */
-  readonly a: string;
-  readonly b: string;
-  /** A: the first leader, a process. */
-  readonly leader: SpawnedProcess;
-  /** B: the standby, in this process. */
-  readonly standby: TestController;
-  readonly nodes: readonly string[];
-  /** Base URLs of the routers. */
-  readonly routers: readonly string[];
-}
-
-/**
- * Controller A (a process) leading, standby B (in this process), `agents` real agents with one
- * fake GPU each and the agent's default reconnect settings, `routers` router processes knowing
- * both controllers, a model wanting one replica per agent; resolves once every replica is ready.
- */
-async function startFleet(timing: Record<string, string>, agents: number, routers: number, firstSettle: string): Promise<Fleet> {
-  const root = mkdtempSync(join(tmpdir(), 'llmgw-leader-kill-'));
-  cleanups.push(() => rmSync(root, { recursive: true, force: true }));
-  const weights = join(root, 'tiny.gguf');
-  writeFileSync(weights, 'not really weights: the simulator does not read them');
-  // Least-load: the clients send one prompt, which prefix affinity (the default for chat) would
-  // keep on one replica; the balance this test checks is the takeover's, not the policy's.
-  const file = catalogFile({ models: [{ name: 'tiny', source: `file://${weights}`, size: '1MB', replicas: agents, routing: { policy: 'least-load' }, profiles: [{ engine: 'vllm', gpuClass: 'H100-80GB' }] }] });
-  const db = await postgresBackend.create();
-  cleanups.push(() => db.drop(), () => file.cleanup());
-  const store = await openStore(db.url);
-  cleanups.push(() => store.close());
-  const [pa, pb] = [await freePort(), await freePort()];
-  const [a, b] = [`127.0.0.1:${pa}`, `127.0.0.1:${pb}`];
-  const common = { ...timing, LLMGW_CONTROLLER_LEASE: 'controller', LLMGW_DATABASE_URL: db.url, LLMGW_CONTROLLER_CATALOG_FILE: file.path };
-
-  // 1. Controller A, a process, leads; then standby B starts in this process.
-  const leader = await spawnProcess({
-    ...runTsEntry('apps/controller/src/main.ts'),
-    name: 'llmgw-controller A',
-    cleanEnv: true,
-    env: {
-      ...cleanEnv(),
-      ...common,
-      LLMGW_CONTROLLER_SETTLE: firstSettle,
-      LLMGW_DATA_DIR: root,
-      LLMGW_CONTROLLER_PORT: '0',
-      LLMGW_CONTROLLER_GRPC_PORT: String(pa),
-      LLMGW_CONTROLLER_ADVERTISE_ADDRESS: a,
-      LLMGW_CONTROLLER_INSECURE_NO_AUTH: 'true',
-    },
-    readyWhen: { stdoutMatch: /llmgw-controller listening on/ },
-    deadlineMs: 90_000,
-  });
-  cleanups.push(() => leader.kill9());
-  await waitFor(
-    async () => {
-      const row = await store.leases.get('controller');
-      return row?.held === true && parseOwner(row.owner).address === a;
-    },
-    { deadlineMs: 30_000, message: 'A leads' },
-  );
-  const standby = await startController({ ...common, LLMGW_CONTROLLER_GRPC_PORT: String(pb), LLMGW_CONTROLLER_ADVERTISE_ADDRESS: b });
-  cleanups.push(() => standby.close());
-  expect(standby.plane.leadership.isLeader()).toBe(false);
-
-  // 2. Agents and routers, each knowing both controllers (agents at their default reconnect settings).
-  const nodes = Array.from({ length: agents }, (_, i) => `node-${i + 1}`);
-  const agentEnv = { LLMGW_AGENT_FAKE_GPUS: '1xH100-80GB', LLMGW_AGENT_RECONNECT_MIN: '500ms', LLMGW_AGENT_RECONNECT_MAX: '30s' };
-  const agentProcs = await Promise.all(nodes.map((id) => startAgent(id, `${a},${b}`, root, { env: agentEnv })));
-  cleanups.push(() => Promise.all(agentProcs.map((x) => x.stop('SIGTERM', 10_000))));
-  const routerProcs = await Promise.all(
-    Array.from({ length: routers }, (_, i) =>
-      spawnProcess({
-        ...runTsEntry('apps/router/src/main.ts'),
-        name: `llmgw-router ${i + 1}`,
-        cleanEnv: true,
-        env: { ...cleanEnv(), LLMGW_ROUTER_PORT: '0', LLMGW_ROUTER_ID: `router-${i + 1}`, LLMGW_ROUTER_CONTROLLER: i % 2 === 0 ? `${b},${a}` : `${a},${b}` },
-        readyWhen: { stdoutMatch: /llmgw-router listening on (http:\/\/127\.0\.0\.1:\d+)/ },
-        deadlineMs: 90_000,
-      }),
-    ),
-  );
-  cleanups.push(() => Promise.all(routerProcs.map((r) => r.stop('SIGTERM', 10_000))));
-  await waitFor(async () => (await store.replicas.list()).filter((r) => r.state === 'ready').length === agents, { deadlineMs: 120_000, message: `${agents} ready replicas` });
-  return { root, store, a, b, leader, standby, nodes, routers: routerProcs.map((r) => r.readyMatch?.[1] as string) };
-}
-
-/** The router's `controller` readiness detail (see the router README). */
-async function controllerCheck(router: string): Promise<Record<string, unknown>> {
-  return ((await (await fetch(`${router}/readyz`)).json()) as { checks: Record<string, { detail: Record<string, unknown> }> }).checks['controller'].detail;
-}
-
-const chatBody = (stream: boolean): string => JSON.stringify({ model: 'tiny', messages: [{ role: 'user', content: 'hello' }], max_tokens: stream ? 32 : 4, stream });
-
-/** Requests the routers sent to each replica so far (`llmgw_router_endpoint_choices_total`, summed over routers). */
-async function choicesByReplica(routers: readonly string[]): Promise<Map<string, number>> {
-  const out = new Map<string, number>();
-  for (const r of routers) {
-    const text = await (await fetch(`${r}/metrics`)).text();
-    for (const m of text.matchAll(/^llmgw_router_endpoint_choices_total\{[^}]*endpoint="([^"]+)"[^}]*\} (\S+)$/gm)) out.set(m[1], (out.get(m[1]) ?? 0) + Number(m[2]));
-  }
-  return out;
+async function startFleet(timing: Record<string, string>, agents: number, routers: number, firstSettle: string): Promise<LocalFleet> {
+  const fleet = await startHaFleet({ timing, agents, routers, firstSettle }, cleanups);
+  return { ...fleet, standby: fleet.standby as TestController };
 }
 
 /** What the takeover cost, from the new leader's view and the store. */
-async function expectNothingChurned(fleet: Fleet, before: readonly string[]): Promise<void> {
+async function expectNothingChurned(fleet: LocalFleet, before: readonly string[]): Promise<void> {
   const { standby, store } = fleet;
   expect(standby.plane.sessions.sent.startReplica).toBe(0);
   expect(standby.plane.sessions.sent.stopReplica).toBe(0);
@@ -174,7 +52,7 @@ async function expectNothingChurned(fleet: Fleet, before: readonly string[]): Pr
 }
 
 /** The standby named nobody, and never the dead leader, once `since` (two missed renewals) had passed. */
-function expectNoDeadLeaderNamed(fleet: Fleet, since: number): void {
+function expectNoDeadLeaderNamed(fleet: LocalFleet, since: number): void {
   const late = fleet.standby.logs.filter((l) => typeof l.time === 'number' && l.time > since && typeof l.msg === 'string' && l.msg.startsWith('not the leader'));
   expect(late.filter((l) => l.leader === fleet.a)).toEqual([]);
 }
@@ -200,7 +78,7 @@ describe('leader killed with SIGKILL (PostgreSQL, real agents and routers)', () 
       })();
       await new Promise((r) => setTimeout(r, 500));
       const killedAt = Date.now();
-      await fleet.leader.kill9();
+      await fleet.leader.proc.kill9();
       await waitFor(() => standby.plane.leadership.isLeader(), { deadlineMs: 20_000, intervalMs: 20, message: 'B takes over' });
       const takeoverAt = Date.now();
       await waitFor(() => fleet.nodes.every((id) => standby.plane.nodes.get(id)?.connected === true), { deadlineMs: 20_000, intervalMs: 20, message: 'agents on B' });
@@ -276,7 +154,7 @@ describe('leader killed with SIGKILL (PostgreSQL, real agents and routers)', () 
 
       const choicesAtKill = await choicesByReplica(fleet.routers);
       const killedAt = Date.now();
-      await fleet.leader.kill9();
+      await fleet.leader.proc.kill9();
       await waitFor(() => standby.plane.leadership.isLeader(), { deadlineMs: 30_000, intervalMs: 20, message: 'B takes over' });
       const takeoverAt = Date.now();
       await waitFor(() => fleet.nodes.every((id) => standby.plane.nodes.get(id)?.connected === true), { deadlineMs: 30_000, intervalMs: 20, message: 'agents on B' });

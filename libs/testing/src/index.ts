@@ -9,3 +9,5 @@ export * from './repo-paths';
 export * from './wait-for';
 export * from './nginx.harness';
 export * from './grpc-tls';
+export * from './tcp.proxy';
+export * from './streaming.load';

@@ -7,7 +7,7 @@ import { probeServing } from '../../launcher/src/serving.probe';
 import type { ReplicaView } from './admin.types';
 import { readProcessTable } from '../../launcher/src/process-tree';
 import { AGENT_ENV, cmdline, describeCluster, fakeWeightsDir, TestCluster, type AgentHandle } from './cluster.harness';
-import { runStreamingLoad, type StreamRecord } from './streaming.load';
+import { runStreamingLoad, type StreamRecord } from '@llmgw/testing';
 
 /** Scenario knobs; times in milliseconds. */
 export interface FailoverOptions {

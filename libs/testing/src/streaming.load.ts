@@ -31,8 +31,8 @@ export interface LoadOptions {
   readonly url: string;
   readonly model: string;
   readonly clients: number;
-  /** Stop starting new requests at this `performance.now()` time. */
-  readonly until: number;
+  /** Stop starting new requests at this `performance.now()` time, or once this returns true. */
+  readonly until: number | (() => boolean);
   readonly maxTokens: number;
   /** A request that receives nothing for this long counts as hung (and is aborted). */
   readonly stallDeadlineMs: number;
@@ -40,11 +40,17 @@ export interface LoadOptions {
 
 /** Runs the clients until `until`, then waits for every request in flight; returns all records. */
 export async function runStreamingLoad(options: LoadOptions): Promise<StreamRecord[]> {
-  const records: StreamRecord[] = [];
+  return runStreamingLoadInto([], options);
+}
+
+/** {@link runStreamingLoad}, pushing each record into `records` as it ends (for a caller watching the load live). */
+export async function runStreamingLoadInto(records: StreamRecord[], options: LoadOptions): Promise<StreamRecord[]> {
+  const { until } = options;
+  const over = typeof until === 'number' ? () => performance.now() >= until : until;
   await Promise.all(
     Array.from({ length: options.clients }, async (_, client) => {
       let n = 0;
-      while (performance.now() < options.until) {
+      while (!over()) {
         records.push(await streamOnce(options, client, n++));
       }
     }),
