@@ -21,6 +21,11 @@ export function printTable(rows: readonly (readonly string[])[]): void {
   process.stdout.write('\n');
 }
 
+/** Rows (the first is the header) as a Markdown table, the first column left-aligned and the others right. */
+export function markdownTable(rows: readonly (readonly string[])[]): string {
+  return [`| ${rows[0].join(' | ')} |`, `|${rows[0].map((_, i) => (i === 0 ? '---' : '---:')).join('|')}|`, ...rows.slice(1).map((row) => `| ${row.join(' | ')} |`)].join('\n');
+}
+
 /** One line naming the machine: cores, CPU model, memory, Node version, platform. */
 export function machineLine(cpus: readonly os.CpuInfo[], totalMemBytes: number): string {
   const model = cpus[0]?.model.trim() ?? 'unknown CPU';

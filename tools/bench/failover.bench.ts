@@ -4,7 +4,7 @@
 import * as os from 'node:os';
 import { countRecords, runFailoverScenario } from '../e2e/src/failover.scenario';
 import type { StreamRecord } from '@llmgw/testing';
-import { machineLine, percentile, printTable, writeSection } from './bench-report';
+import { machineLine, markdownTable, percentile, printTable, writeSection } from './bench-report';
 
 const CUT_DEADLINE_MS = 10_000;
 
@@ -85,8 +85,7 @@ async function main(): Promise<void> {
   ];
   for (const table of [counts, timings, latency]) printTable(table);
 
-  const md = (rows: string[][]): string =>
-    [`| ${rows[0].join(' | ')} |`, `|${rows[0].map((_, i) => (i === 0 ? '---' : '---:')).join('|')}|`, ...rows.slice(1).map((row) => `| ${row.join(' | ')} |`)].join('\n');
+  const md = markdownTable;
   const body = [
     `Command: \`${command}\``,
     '',

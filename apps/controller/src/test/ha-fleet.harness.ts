@@ -55,20 +55,21 @@ export async function spawnController(name: string, port: number, env: Record<st
   return { proc, grpc, http: proc.readyMatch?.[1] as string };
 }
 
+/** Starts router `i` (`router-<i+1>`) knowing `controllers` (a comma list) on `port` (0: the OS chooses); ready once it listens. */
+export function spawnRouter(i: number, controllers: string, port = 0): Promise<SpawnedProcess> {
+  return spawnProcess({
+    ...runTsEntry('apps/router/src/main.ts'),
+    name: `llmgw-router ${i + 1}`,
+    cleanEnv: true,
+    env: { ...cleanEnv(), LLMGW_ROUTER_PORT: String(port), LLMGW_ROUTER_ID: `router-${i + 1}`, LLMGW_ROUTER_CONTROLLER: controllers },
+    readyWhen: { stdoutMatch: /llmgw-router listening on (http:\/\/127\.0\.0\.1:\d+)/ },
+    deadlineMs: 90_000,
+  });
+}
+
 /** Starts `count` router processes; router i knows `controllersOf(i)` (a comma list). Resolves with their base URLs. */
 export async function spawnRouters(count: number, controllersOf: (i: number) => string, cleanups: Cleanups): Promise<{ procs: SpawnedProcess[]; urls: string[] }> {
-  const procs = await Promise.all(
-    Array.from({ length: count }, (_, i) =>
-      spawnProcess({
-        ...runTsEntry('apps/router/src/main.ts'),
-        name: `llmgw-router ${i + 1}`,
-        cleanEnv: true,
-        env: { ...cleanEnv(), LLMGW_ROUTER_PORT: '0', LLMGW_ROUTER_ID: `router-${i + 1}`, LLMGW_ROUTER_CONTROLLER: controllersOf(i) },
-        readyWhen: { stdoutMatch: /llmgw-router listening on (http:\/\/127\.0\.0\.1:\d+)/ },
-        deadlineMs: 90_000,
-      }),
-    ),
-  );
+  const procs = await Promise.all(Array.from({ length: count }, (_, i) => spawnRouter(i, controllersOf(i))));
   cleanups.push(() => Promise.all(procs.map((r) => r.stop('SIGTERM', 10_000))));
   return { procs, urls: procs.map((r) => r.readyMatch?.[1] as string) };
 }
