@@ -4,7 +4,8 @@
 // throughout. The store is a throw-away server the controllers reach through a TCP proxy:
 // - stopped for 60 s (`pg_ctl stop -m fast`, then started again on the same port);
 // - slow for 30 s: every chunk toward the server held 2 s, so every query takes 2 s longer;
-// - refusing for 30 s: every open connection reset and every new one refused.
+// - refusing for 30 s: every open connection reset and every new one refused;
+// - refusing new connections for 30 s while open ones keep working (a server at its limit).
 // The slow and refusing cases last 30 s: past the 14 s a claim is kept without a renewal, so a
 // leader that could not renew gives it up inside the window, and everything after that (no
 // leader, then one again) happens as in the 60 s case.
@@ -135,5 +136,16 @@ describe('the store away under the leader, at default settings (PostgreSQL, real
       async () => proxy.setMode({ kind: 'cut' }),
       async () => proxy.setMode({ kind: 'pass' }),
     );
+  }, 300_000);
+
+  it('PostgreSQL refusing new connections for 30 s while open ones still work (at its connection limit): the same', async () => {
+    const refusedBefore = proxy.counts.refused;
+    await rideOut(
+      'refusing new connections only',
+      30_000,
+      async () => proxy.setMode({ kind: 'refuse' }),
+      async () => proxy.setMode({ kind: 'pass' }),
+    );
+    console.log(`connections refused meanwhile: ${proxy.counts.refused - refusedBefore}`);
   }, 300_000);
 });
