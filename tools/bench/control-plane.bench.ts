@@ -5,7 +5,7 @@
 // event-loop delay and its RSS, against the targets: pass ≤ 50 ms, fan-out p99 ≤ 100 ms,
 // event-loop delay p99 at steady state ≤ 20 ms, RSS ≤ 400 MB.
 // Usage: node tools/run.cjs tools/bench/control-plane.bench.ts [--nodes N] [--models N]
-//          [--routers N] [--flips N] [--steady-seconds N] [--source] [--no-write]
+//          [--routers N] [--flips N] [--steady-seconds N] [--source] [--plaintext] [--no-write]
 // The controller runs built (`nx build controller`, plain `node dist/apps/controller/main.js`),
 // as it ships; --source runs it from TypeScript through tools/run.cjs instead, for comparison.
 // Writes its section of docs/benchmarks.md unless --no-write. The fleet child is this same file
@@ -16,7 +16,7 @@ import * as os from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { inflateRawSync } from 'node:zlib';
-import { Client, credentials, Metadata, type ClientDuplexStream } from '@grpc/grpc-js';
+import { Client, Metadata, type ClientDuplexStream } from '@grpc/grpc-js';
 import {
   AgentServiceClient,
   EndpointSnapshot,
@@ -29,6 +29,7 @@ import {
   type StartReplica,
 } from '@llmgw/proto';
 import { openStore } from '@llmgw/store';
+import { testChannelCredentials, useTestPki } from '@llmgw/testing';
 import { machineLine, percentile, printTable, writeSection } from './bench-report';
 
 const GB = 1e9;
@@ -175,7 +176,7 @@ function startAgents(address: string, from: number, to: number): BenchAgent[] {
   const agents: BenchAgent[] = [];
   let client: AgentServiceClient | undefined;
   for (let i = from; i < to; i++) {
-    if ((i - from) % 50 === 0) client = new AgentServiceClient(address, credentials.createInsecure(), { 'grpc.use_local_subchannel_pool': 1 });
+    if ((i - from) % 50 === 0) client = new AgentServiceClient(address, testChannelCredentials(), { 'grpc.use_local_subchannel_pool': 1 });
     const agent = new BenchAgent(nodeId(i), i, client as AgentServiceClient);
     agents.push(agent);
     agent.connect();
@@ -216,7 +217,7 @@ class RawWatcher {
   private readonly client: Client;
 
   constructor(address: string, id: number, windowBytes?: number) {
-    this.client = new Client(address, credentials.createInsecure(), {
+    this.client = new Client(address, testChannelCredentials(), {
       'grpc.use_local_subchannel_pool': 1,
       'grpc.max_receive_message_length': 256 * 1024 * 1024,
       ...(windowBytes !== undefined ? { 'grpc-node.flow_control_window': windowBytes } : {}),
@@ -452,6 +453,7 @@ async function main(): Promise<void> {
       'steady-seconds': { type: 'string', default: '20' },
       'no-write': { type: 'boolean', default: false },
       source: { type: 'boolean', default: false },
+      plaintext: { type: 'boolean', default: false },
       window: { type: 'string' },
     },
   });
@@ -464,9 +466,15 @@ async function main(): Promise<void> {
   const STEADY_MS = Number(values['steady-seconds']) * 1000;
   const load0 = os.loadavg()[0];
   const dir = mkdtempSync(join(os.tmpdir(), 'llmgw-bench-cp-'));
+  // gRPC over TLS as deployed (a throw-away PKI; the fleet child and the routers here trust it),
+  // or in plaintext with --plaintext, to see what TLS costs.
+  const plaintext = values.plaintext === true;
+  const pki = plaintext ? undefined : await useTestPki();
+  if (plaintext) process.env.LLMGW_GRPC_INSECURE = 'true';
   const cleanup = () => {
     for (const c of children()) c.kill('SIGKILL');
     rmSync(dir, { recursive: true, force: true });
+    if (pki) rmSync(pki.dir, { recursive: true, force: true });
   };
   process.on('exit', cleanup);
 
@@ -637,8 +645,9 @@ async function main(): Promise<void> {
   printTable(rows);
 
   if (values['no-write']) return;
+  const flags = [fromSource ? '--source' : '', plaintext ? '--plaintext' : ''].filter(Boolean).join(' ');
   const md = [
-    `Command: \`npm run bench:control-plane${fromSource ? ' -- --source' : ''}\` (= \`node tools/run.cjs tools/bench/control-plane.bench.ts${fromSource ? ' --source' : ''}\`); the controller ${fromSource ? 'runs from TypeScript through the SWC loader (tools/run.cjs)' : 'runs built: `node dist/apps/controller/main.js`, no TypeScript loader'}.`,
+    `Command: \`npm run bench:control-plane${flags ? ` -- ${flags}` : ''}\` (= \`node tools/run.cjs tools/bench/control-plane.bench.ts${flags ? ` ${flags}` : ''}\`); the controller ${fromSource ? 'runs from TypeScript through the SWC loader (tools/run.cjs)' : 'runs built: \`node dist/apps/controller/main.js\`, no TypeScript loader'}; gRPC ${plaintext ? 'in plaintext (LLMGW_GRPC_INSECURE=true)' : 'over TLS (an ECDSA P-256 certificate the agents and routers verify), as deployed'}.`,
     '',
     `Machine: ${machineLine(os.cpus(), os.totalmem())}.`,
     '',
@@ -656,7 +665,7 @@ async function main(): Promise<void> {
     '|---|---|---|---|---|---|---|',
     ...rows.slice(1).map((r) => `| ${r.join(' | ')} |`),
   ];
-  const file = writeSection('control-plane', 'Control plane', md.join('\n'));
+  const file = plaintext ? writeSection('control-plane-plaintext', 'Control plane, gRPC in plaintext', md.join('\n')) : writeSection('control-plane', 'Control plane', md.join('\n'));
   process.stdout.write(`wrote ${file}\n`);
 }
 

@@ -6,9 +6,10 @@
 // controller and, at once, a node holding a replica (its agent and engines), so the node dies
 // while no controller leads. Run:
 //   npm run bench:ha -- [--clients 16] [--outage 60]
+import { rmSync } from 'node:fs';
 import * as os from 'node:os';
 import { parseArgs } from 'node:util';
-import { createPostgresDatabase, nginxPrefix, runStreamingLoadInto, startNginx, startPostgres, stopAllSpawned, waitFor, type StreamRecord } from '@llmgw/testing';
+import { createPostgresDatabase, nginxPrefix, runStreamingLoadInto, startNginx, startPostgres, stopAllSpawned, useTestPki, waitFor, type StreamRecord } from '@llmgw/testing';
 import {
   connectedNodes,
   controllerCheck,
@@ -70,7 +71,10 @@ async function main(): Promise<void> {
 }
 
 async function run(args: Args, command: string, cleanups: Cleanups): Promise<void> {
-  // 1. The fleet: four agents with one fake GPU each, a model wanting three replicas (one node free for a replacement).
+  // 1. The fleet: four agents with one fake GPU each, a model wanting three replicas (one node free for a replacement),
+  //    its gRPC over TLS as deployed (a throw-away PKI).
+  const pki = await useTestPki();
+  cleanups.push(() => rmSync(pki.dir, { recursive: true, force: true }));
   const pg = await startPostgres();
   cleanups.push(() => pg.close());
   const db = await createPostgresDatabase(pg.url);

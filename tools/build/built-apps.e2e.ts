@@ -10,7 +10,7 @@ import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } fr
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { repoRoot, spawnProcess, stopAllSpawned, type SpawnedProcess } from '@llmgw/testing';
+import { repoRoot, spawnProcess, stopAllSpawned, testGrpcTlsEnv, type SpawnedProcess } from '@llmgw/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 const run = promisify(execFile);
@@ -61,9 +61,9 @@ function npmEnv(): Record<string, string> {
   return env;
 }
 
-/** All an app gets: PATH (for nothing of ours), its data folder and its settings. */
+/** All an app gets: PATH (for nothing of ours), its data folder, gRPC TLS files (the test PKI's) and its settings. */
 function appEnv(dir: string, env: Record<string, string>): Record<string, string> {
-  return { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: dir, LLMGW_DATA_DIR: join(dir, 'data'), ...env };
+  return { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: dir, LLMGW_DATA_DIR: join(dir, 'data'), ...testGrpcTlsEnv(), ...env };
 }
 
 async function npm(args: string[], cwd: string): Promise<string> {

@@ -1,6 +1,7 @@
 // Helpers for tools/scripts/deploy.spec.ts and images.spec.ts: reading the deployment files under
 // deploy/ the way Prometheus, Grafana, Docker, Docker Compose and Kubernetes read them, far enough
 // to check the names they use against what the apps really export and accept.
+import { isAbsolute } from 'node:path';
 import { acceptedVariables, ConfigError, loadConfig } from '@llmgw/config';
 import { z } from 'zod';
 
@@ -117,13 +118,33 @@ export function envProblems(schema: z.ZodType, env: Readonly<Record<string, stri
   const problems = Object.keys(env)
     .filter((name) => name.startsWith('LLMGW_') && !keys.has(name))
     .map((name) => `${name}: not a variable of this app`);
+  const { env: checked, problems: paths } = withStandInTlsFiles(env);
+  problems.push(...paths);
   try {
-    loadConfig(schema, env);
+    loadConfig(schema, checked);
   } catch (error) {
     if (!(error instanceof ConfigError)) throw error;
     problems.push(...error.problems.map((p) => `${p.variable}: ${p.reason}`));
   }
   return problems;
+}
+
+/**
+ * The TLS files a deployment names live where it runs (a mounted secret): each must be an
+ * absolute path, and the files this process has in LLMGW_GRPC_TLS_* (the test PKI's, under
+ * vitest) stand in for them so the rest of the config can be judged here.
+ */
+export function withStandInTlsFiles(env: Readonly<Record<string, string>>): { env: Record<string, string>; problems: string[] } {
+  const standIn = process.env;
+  const out: Record<string, string> = { ...env };
+  const problems: string[] = [];
+  for (const name of ['LLMGW_GRPC_TLS_CA', 'LLMGW_GRPC_TLS_CERT', 'LLMGW_GRPC_TLS_KEY'] as const) {
+    const value = env[name];
+    if (value === undefined || standIn[name] === undefined) continue;
+    if (!isAbsolute(value)) problems.push(`${name}: ${value} is not an absolute path`);
+    out[name] = standIn[name];
+  }
+  return { env: out, problems };
 }
 
 /** Every `LLMGW_…` name a text mentions, once each; `LLMGW_ROUTER_MAX_*` is kept with its `*`. */

@@ -25,6 +25,7 @@ import {
   metricNamesIn,
   parseEnvFile,
   seriesNamesOf,
+  withStandInTlsFiles,
   type KubernetesEnvVar,
 } from './deploy-checks';
 
@@ -54,7 +55,7 @@ interface Ports {
   port: number;
   grpcPort?: number;
 }
-const portsOf = (app: AppName, env: Record<string, string>): Ports => SCHEMAS[app].parse(env) as Ports;
+const portsOf = (app: AppName, env: Record<string, string>): Ports => SCHEMAS[app].parse(withStandInTlsFiles(env).env) as Ports;
 
 /** Series Prometheus makes itself: per target, and for alerting rules. */
 const PROMETHEUS_SERIES = ['up', 'scrape_duration_seconds', 'scrape_samples_scraped', 'scrape_samples_post_metric_relabeling', 'scrape_series_added', 'ALERTS', 'ALERTS_FOR_STATE'];
@@ -509,8 +510,10 @@ describe('settings and entries of the compose file, the images and the Kubernete
     expect(envProblems(routerConfigSchema, { LLMGW_ROUTER_CONTROLER: 'controller:8082' })).toEqual(['LLMGW_ROUTER_CONTROLER: not a variable of this app']);
     expect(envProblems(catalogConfigSchema, { LLMGW_CONTROLLER_LEASE: 'llmgw' })).toEqual(['LLMGW_CONTROLLER_LEASE: not a variable of this app']);
     expect(envProblems(controllerConfigSchema, { LLMGW_CONTROLLER_INSECURE_NO_AUTH: 'true', LLMGW_CONTROLLER_LEASE: 'llmgw', LLMGW_CONTROLLER_LEASE_RENEW: '15s' })).toEqual([
+      'LLMGW_GRPC_TLS_CERT: is required: the gRPC server presents this certificate (with LLMGW_GRPC_TLS_KEY); set LLMGW_GRPC_INSECURE=true to run without TLS on purpose',
       'LLMGW_CONTROLLER_LEASE_RENEW: must be below LLMGW_CONTROLLER_LEASE_TTL minus 1s (15000 ms)',
     ]);
+    expect(envProblems(routerConfigSchema, { LLMGW_ROUTER_CONTROLLER: 'controller:8082', LLMGW_GRPC_TLS_CA: 'tls/ca.crt' })).toEqual(['LLMGW_GRPC_TLS_CA: tls/ca.crt is not an absolute path']);
     expect(() => interpolateCompose('${NOPE:?set it}', {})).toThrow('compose variable NOPE is not set: set it');
     expect(interpolateCompose('a${X:-d}$${Y}', {})).toBe('ad${Y}');
   });

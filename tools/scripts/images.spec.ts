@@ -7,6 +7,7 @@ import { catalogConfigSchema } from '../../apps/catalog/src/config/catalog.confi
 import { controllerConfigSchema } from '../../apps/controller/src/config/controller.config';
 import { routerConfigSchema } from '../../apps/router/src/config/router.config';
 import { dockerEnv, dockerInstructions, dockerStages, imageProblems, llmgwImage } from './deploy-checks';
+import { testGrpcTlsEnv } from '@llmgw/testing';
 
 // One image per server app (deploy/container/<app>.Dockerfile), built from that app's dist only:
 // no Docker engine runs here, so the Dockerfiles are read the way Docker reads them and held to
@@ -23,7 +24,13 @@ const VERSION = (JSON.parse(read('package.json')) as { version: string }).versio
 const IMAGES = [
   { app: 'router', project: 'router', schema: routerConfigSchema, required: {} },
   // Values only for this test: the controller refuses to start without its gRPC tokens.
-  { app: 'controller', project: 'controller', schema: controllerConfigSchema, required: { LLMGW_CONTROLLER_JOIN_TOKEN: 'b7e2c94f0a1d36e8b7e2c94f', LLMGW_CONTROLLER_ROUTER_TOKEN: '3c8a5f1e9d20b7463c8a5f1e' } },
+  {
+    app: 'controller',
+    project: 'controller',
+    schema: controllerConfigSchema,
+    // What a deployment adds: the tokens, and its TLS files (the test PKI's stand in for them).
+    required: { LLMGW_CONTROLLER_JOIN_TOKEN: 'b7e2c94f0a1d36e8b7e2c94f', LLMGW_CONTROLLER_ROUTER_TOKEN: '3c8a5f1e9d20b7463c8a5f1e', ...testGrpcTlsEnv() },
+  },
   { app: 'catalog', project: 'catalog-api', schema: catalogConfigSchema, required: {} },
 ];
 

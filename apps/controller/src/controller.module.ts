@@ -65,7 +65,8 @@ export async function serveControllerGrpc(app: INestApplication, config: Control
     interceptors: [callAuthInterceptor(new GrpcCallAuthenticator({ agent: config.joinToken, router: config.routerToken }), logger)],
     closeGraceMs: 1_000,
   });
-  const grpc = app.connectMicroservice({ strategy: transport }, { inheritAppConfig: false });
+  // Deferred, so the handlers Nest builds when it starts the transport see the filter.
+  const grpc = app.connectMicroservice({ strategy: transport }, { inheritAppConfig: false, deferInitialization: true });
   grpc.useGlobalFilters(new GrpcExceptionFilter(logger));
   try {
     await app.startAllMicroservices();

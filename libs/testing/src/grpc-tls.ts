@@ -42,11 +42,13 @@ export function testGrpcTlsEnv(): Record<string, string> {
 }
 
 /**
- * Channel credentials trusting the test CA, for a test client of a controller's gRPC port: a new
+ * Channel credentials trusting the test CA (plaintext when this process has
+ * LLMGW_GRPC_INSECURE=true), for a test or bench client of a controller's gRPC port: a new
  * set per client, as the apps make them (one grpc-js certificate-provider credentials object
  * shared by several channels failed later handshakes once one of the channels closed).
  */
 export function testChannelCredentials(): ChannelCredentials {
+  if (process.env.LLMGW_GRPC_INSECURE === 'true') return grpcChannelCredentials({ insecure: true, clientAuth: false, refreshMs: 60_000 });
   const env = testGrpcTlsEnv();
   if (env.LLMGW_GRPC_TLS_CA === undefined) throw new Error('no test PKI: run under vitest (tools/scripts/vitest.setup.ts sets LLMGW_GRPC_TLS_*)');
   return grpcChannelCredentials({ insecure: false, caFile: env.LLMGW_GRPC_TLS_CA, clientAuth: false, refreshMs: 60_000 });
@@ -71,4 +73,16 @@ export function inheritedTestEnv(alsoDrop: readonly string[] = []): Record<strin
     env[key] = value;
   }
   return { ...env, ...testGrpcTlsEnv() };
+}
+
+/**
+ * For benchmarks, which run outside vitest: makes a test PKI and puts its LLMGW_GRPC_TLS_*
+ * variables into this process's environment, so the processes the bench starts serve and dial
+ * TLS as deployed, and {@link testChannelCredentials} trusts it. Returns the PKI (its folder is
+ * the caller's to remove).
+ */
+export async function useTestPki(): Promise<TestPki> {
+  const pki = await createTestPki();
+  Object.assign(process.env, grpcTlsEnv(pki));
+  return pki;
 }

@@ -2,10 +2,14 @@ import { ConfigError, loadConfig } from '@llmgw/config';
 import { describe, expect, it } from 'vitest';
 import { agentConfigSchema } from '../config/agent.config';
 import { pickEngineEnv } from './runtime.config';
+import { testGrpcTlsEnv } from '@llmgw/testing';
+
+/** The CA every config below trusts for the controller (the test PKI's), unless a test is about it. */
+const TLS = { LLMGW_GRPC_TLS_CA: testGrpcTlsEnv().LLMGW_GRPC_TLS_CA };
 
 describe('agent runtime settings', () => {
   it('defaults: state under the data directory, one local controller, engines bound where routers reach them', () => {
-    const config = loadConfig(agentConfigSchema, { LLMGW_DATA_DIR: '/var/lib/llmgw' });
+    const config = loadConfig(agentConfigSchema, { ...TLS, LLMGW_DATA_DIR: '/var/lib/llmgw' });
     expect(config.runtime).toMatchObject({
       stateDir: '/var/lib/llmgw/agent',
       controllers: ['127.0.0.1:8082'],
@@ -20,6 +24,7 @@ describe('agent runtime settings', () => {
 
   it('reads every setting it is given', () => {
     const config = loadConfig(agentConfigSchema, {
+      ...TLS,
       LLMGW_AGENT_STATE_DIR: '/srv/agent',
       LLMGW_AGENT_CONTROLLERS: 'ctl-a:8082, [fd00::1]:8082',
       LLMGW_AGENT_JOIN_TOKEN: 'tok-0123456789abcdef',
@@ -49,6 +54,7 @@ describe('agent runtime settings', () => {
     let error: unknown;
     try {
       loadConfig(agentConfigSchema, {
+      ...TLS,
         LLMGW_AGENT_CONTROLLERS: 'ctl-a,ctl-b:99999',
         LLMGW_AGENT_ADVERTISE_ADDRESS: '0.0.0.0',
         LLMGW_AGENT_ENGINE_OVERRIDE: 'fake',
@@ -74,16 +80,17 @@ describe('agent runtime settings', () => {
     ['the example placeholder', 'change-me', 'expected 16 to 512 characters'],
     ['a long example placeholder', 'change-me-join-token-0123', 'looks like an example placeholder'],
   ])('refuses a join token that is %s, naming the variable', (_what, token, reason) => {
-    expect(() => loadConfig(agentConfigSchema, { LLMGW_AGENT_JOIN_TOKEN: token })).toThrow(new RegExp(`LLMGW_AGENT_JOIN_TOKEN=<redacted>: ${reason}`));
+    expect(() => loadConfig(agentConfigSchema, { ...TLS, LLMGW_AGENT_JOIN_TOKEN: token })).toThrow(new RegExp(`LLMGW_AGENT_JOIN_TOKEN=<redacted>: ${reason}`));
   });
 
   it('the source policy is safe by default: https and hf only, no file://, no refused range, any env not denied', () => {
-    const { sourcePolicy } = loadConfig(agentConfigSchema, {}).runtime;
+    const { sourcePolicy } = loadConfig(agentConfigSchema, { ...TLS }).runtime;
     expect(sourcePolicy).toEqual({ schemes: ['https', 'hf'], allowNets: [], dirs: [] });
   });
 
   it('reads the source policy it is given', () => {
     const { sourcePolicy } = loadConfig(agentConfigSchema, {
+      ...TLS,
       LLMGW_AGENT_SOURCE_SCHEMES: 'https,http',
       LLMGW_AGENT_SOURCE_HOSTS: 'models.lan,*.Mirror.example',
       LLMGW_AGENT_SOURCE_ALLOW_NETS: '10.0.0.0/8, fd00::/8, 127.0.0.1',
@@ -107,26 +114,26 @@ describe('agent runtime settings', () => {
     ['LLMGW_AGENT_SOURCE_DIRS', 'models', /LLMGW_AGENT_SOURCE_DIRS.*expected an absolute directory/],
     ['HF_ENDPOINT', 'http://127.0.0.1:9000', /HF_ENDPOINT.*127\.0\.0\.1 is in a refused range \(loopback.*LLMGW_AGENT_SOURCE_ALLOW_NETS/],
   ])('refuses %s=%s', (name, value, message) => {
-    expect(() => loadConfig(agentConfigSchema, { [name]: value })).toThrow(message);
+    expect(() => loadConfig(agentConfigSchema, { ...TLS, [name]: value })).toThrow(message);
   });
 
   it('an HF_ENDPOINT in a refused range is accepted once its network is allowed', () => {
-    expect(loadConfig(agentConfigSchema, { HF_ENDPOINT: 'http://127.0.0.1:9000', LLMGW_AGENT_SOURCE_ALLOW_NETS: '127.0.0.1/32' }).runtime.hfEndpoint).toBe('http://127.0.0.1:9000');
+    expect(loadConfig(agentConfigSchema, { ...TLS, HF_ENDPOINT: 'http://127.0.0.1:9000', LLMGW_AGENT_SOURCE_ALLOW_NETS: '127.0.0.1/32' }).runtime.hfEndpoint).toBe('http://127.0.0.1:9000');
   });
 
   it('checks ready engines every 5s by default, and refuses a check with no time or no failure to count', () => {
-    expect(loadConfig(agentConfigSchema, {}).runtime.liveness).toEqual({ intervalMs: 5_000, timeoutMs: 3_000, failures: 3 });
+    expect(loadConfig(agentConfigSchema, { ...TLS }).runtime.liveness).toEqual({ intervalMs: 5_000, timeoutMs: 3_000, failures: 3 });
     expect(
-      loadConfig(agentConfigSchema, { LLMGW_AGENT_LIVENESS_INTERVAL: '1s', LLMGW_AGENT_LIVENESS_TIMEOUT: '500ms', LLMGW_AGENT_LIVENESS_FAILURES: '5' }).runtime.liveness,
+      loadConfig(agentConfigSchema, { ...TLS, LLMGW_AGENT_LIVENESS_INTERVAL: '1s', LLMGW_AGENT_LIVENESS_TIMEOUT: '500ms', LLMGW_AGENT_LIVENESS_FAILURES: '5' }).runtime.liveness,
     ).toEqual({ intervalMs: 1_000, timeoutMs: 500, failures: 5 });
-    expect(() => loadConfig(agentConfigSchema, { LLMGW_AGENT_LIVENESS_INTERVAL: '0' })).toThrow(/LLMGW_AGENT_LIVENESS_INTERVAL.*at least 1ms/);
-    expect(() => loadConfig(agentConfigSchema, { LLMGW_AGENT_LIVENESS_TIMEOUT: '0' })).toThrow(/LLMGW_AGENT_LIVENESS_TIMEOUT.*at least 1ms/);
-    expect(() => loadConfig(agentConfigSchema, { LLMGW_AGENT_LIVENESS_FAILURES: '0' })).toThrow(/LLMGW_AGENT_LIVENESS_FAILURES/);
+    expect(() => loadConfig(agentConfigSchema, { ...TLS, LLMGW_AGENT_LIVENESS_INTERVAL: '0' })).toThrow(/LLMGW_AGENT_LIVENESS_INTERVAL.*at least 1ms/);
+    expect(() => loadConfig(agentConfigSchema, { ...TLS, LLMGW_AGENT_LIVENESS_TIMEOUT: '0' })).toThrow(/LLMGW_AGENT_LIVENESS_TIMEOUT.*at least 1ms/);
+    expect(() => loadConfig(agentConfigSchema, { ...TLS, LLMGW_AGENT_LIVENESS_FAILURES: '0' })).toThrow(/LLMGW_AGENT_LIVENESS_FAILURES/);
   });
 
   it('refuses bounds that contradict each other', () => {
-    expect(() => loadConfig(agentConfigSchema, { LLMGW_AGENT_RECONNECT_MIN: '10s', LLMGW_AGENT_RECONNECT_MAX: '1s' })).toThrow(/LLMGW_AGENT_RECONNECT_MAX.*must not be shorter/);
-    expect(() => loadConfig(agentConfigSchema, { LLMGW_AGENT_RESTART_BACKOFF: '0' })).toThrow(/LLMGW_AGENT_RESTART_BACKOFF.*at least 1ms/);
+    expect(() => loadConfig(agentConfigSchema, { ...TLS, LLMGW_AGENT_RECONNECT_MIN: '10s', LLMGW_AGENT_RECONNECT_MAX: '1s' })).toThrow(/LLMGW_AGENT_RECONNECT_MAX.*must not be shorter/);
+    expect(() => loadConfig(agentConfigSchema, { ...TLS, LLMGW_AGENT_RESTART_BACKOFF: '0' })).toThrow(/LLMGW_AGENT_RESTART_BACKOFF.*at least 1ms/);
   });
 
   it('engines inherit only the listed variables, and never the agent’s own LLMGW_* settings', () => {

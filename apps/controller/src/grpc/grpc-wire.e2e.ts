@@ -1,13 +1,17 @@
-// The controller's gRPC port as a hostile client sees it: every method of every service it serves
+// The controller's gRPC port as a hostile client sees it (over TLS, as deployed): every method of every service it serves
 // is refused without a token, with a wrong one, and with the other kind's token; garbage bytes and
 // an HTTP/1.1 request on the port are turned away without harm; an oversized message is
 // RESOURCE_EXHAUSTED; and 500 well-formed but nonsensical messages per method end in a client
 // error or nothing, never INTERNAL, and change nothing the controller keeps.
+import { mkdtempSync, rmSync } from 'node:fs';
 import { connect as tcpConnect } from 'node:net';
-import { Client, Metadata, status, type ServiceError } from '@grpc/grpc-js';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { Client, Metadata, status, type ChannelCredentials, type ServiceError } from '@grpc/grpc-js';
 import { ConnectRequest, ReportUsageRequest, WatchRequest } from '@llmgw/proto';
 import { openStore, type Store } from '@llmgw/store';
-import { sqliteBackend, testChannelCredentials, waitFor, type TestDatabase } from '@llmgw/testing';
+import { sqliteBackend, testChannelCredentials, testGrpcTlsEnv, waitFor, type TestDatabase } from '@llmgw/testing';
+import { grpcChannelCredentials, issueCertificate, pemPairFiles, readPemPair, writePemPair } from '@llmgw/tls';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { catalogDoc, catalogFile, startController, type TestController } from '../test/controller.harness';
@@ -237,4 +241,91 @@ describe('the controller gRPC port against hostile clients', () => {
     expect(await store.keyUsage.query(0)).toEqual([]);
     expect(controller.logs.filter((l) => l.msg === 'gRPC call failed' || l.msg === 'agent message failed')).toEqual([]);
   }, 180_000);
+});
+
+describe('the controller gRPC port is TLS, and with client auth every caller shows a certificate naming who it claims to be', () => {
+  let db: TestDatabase;
+  let file: ReturnType<typeof catalogFile>;
+  let controller: TestController;
+  let certs: string;
+  const clients: Client[] = [];
+
+  /** Client credentials with a certificate issued by the test CA for `name`, or none. */
+  const withCertificate = (name?: string): ChannelCredentials => {
+    const tls = testGrpcTlsEnv();
+    return grpcChannelCredentials({
+      insecure: false,
+      caFile: tls.LLMGW_GRPC_TLS_CA,
+      ...(name !== undefined && pemPairFiles(certs, name)),
+      clientAuth: false,
+      refreshMs: 60_000,
+    });
+  };
+  const clientOf = (credentials: ChannelCredentials): Client => {
+    const c = new Client(controller.grpc, credentials);
+    clients.push(c);
+    return c;
+  };
+  const byPath = (suffix: string): Method => METHODS.find((m) => m.path.endsWith(suffix)) as Method;
+
+  beforeAll(async () => {
+    db = await sqliteBackend.create();
+    file = catalogFile(catalogDoc([{ name: 'llama', replicas: 1 }]));
+    const tls = testGrpcTlsEnv();
+    certs = mkdtempSync(join(tmpdir(), 'llmgw-wire-certs-'));
+    const ca = readPemPair(dirname(tls.LLMGW_GRPC_TLS_CA), 'ca');
+    for (const name of ['node-a', 'router-1']) writePemPair(certs, name, await issueCertificate(ca, { commonName: name, usage: 'client', now: new Date() }));
+    controller = await startController({
+      LLMGW_DATABASE_URL: db.url,
+      LLMGW_CONTROLLER_CATALOG_FILE: file.path,
+      LLMGW_CONTROLLER_JOIN_TOKEN: JOIN,
+      LLMGW_CONTROLLER_ROUTER_TOKEN: ROUTER,
+      LLMGW_CONTROLLER_INSECURE_NO_AUTH: 'false',
+      LLMGW_CONTROLLER_SETTLE: '200ms',
+      LLMGW_GRPC_TLS_CLIENT_AUTH: 'true',
+    });
+    await controller.plane.whenLoaded();
+  }, 60_000);
+
+  afterAll(async () => {
+    for (const c of clients) c.close();
+    await controller?.close();
+    await db?.drop();
+    file?.cleanup();
+    rmSync(certs, { recursive: true, force: true });
+  });
+
+  const usage = (routerId: string): Buffer[] => [Buffer.from(ReportUsageRequest.encode({ routerId, lastUsedUnixMs: {}, keyUsage: [] }).finish())];
+  const register = (nodeId: string): Buffer[] => [
+    Buffer.from(ConnectRequest.encode({ payload: { $case: 'register', value: { nodeId, address: '10.0.0.9', labels: {}, gpus: [], cpuCores: 1, memoryBytes: 1, replicas: [], agentVersion: 'wire' } } }).finish()),
+  ];
+
+  it('refuses a plaintext client and a client without a certificate before any call reaches a handler', async () => {
+    for (const credentials of [grpcChannelCredentials({ insecure: true, clientAuth: false, refreshMs: 60_000 }), withCertificate()]) {
+      const outcome = await call(clientOf(credentials), byPath('/ReportUsage'), bearer(ROUTER), usage('router-1'));
+      expect(outcome.code).toBe(status.UNAVAILABLE);
+    }
+    expect(controller.logs.filter((l) => l.context === 'RouterService')).toEqual([]);
+  });
+
+  it('takes a node whose certificate names it, and refuses one posing as another node', async () => {
+    const agent = clientOf(withCertificate('node-a'));
+    const posing = await call(agent, byPath('/Connect'), bearer(JOIN), register('node-b'));
+    expect(posing).toMatchObject({ code: status.PERMISSION_DENIED, details: expect.stringContaining('not node id node-b') });
+    expect(controller.plane.nodes.get('node-b')).toBeUndefined();
+    const own = await call(agent, byPath('/Connect'), bearer(JOIN), register('node-a'), true);
+    expect(own).toMatchObject({ code: status.CANCELLED, messages: 1 });
+  });
+
+  it('takes a router whose certificate names it, and refuses one claiming another router id', async () => {
+    const router = clientOf(withCertificate('router-1'));
+    expect((await call(router, byPath('/ReportUsage'), bearer(ROUTER), usage('router-1'))).code).toBe(status.OK);
+    const denied = await call(router, byPath('/ReportUsage'), bearer(ROUTER), usage('router-2'));
+    expect(denied).toMatchObject({ code: status.PERMISSION_DENIED, details: expect.stringContaining('not router id router-2') });
+    const watchAs = (routerId: string): Promise<Outcome> => call(router, byPath('/Watch'), bearer(ROUTER), [Buffer.from(WatchRequest.encode({ routerId, acceptCompressed: true }).finish())], true);
+    expect(await watchAs('router-1')).toMatchObject({ code: status.CANCELLED, messages: 1 });
+    expect((await watchAs('router-2')).code).toBe(status.PERMISSION_DENIED);
+    // A node's certificate with the router token is still the router token's caller, and must name the router it claims.
+    expect((await call(clientOf(withCertificate('node-a')), byPath('/ReportUsage'), bearer(ROUTER), usage('router-1'))).code).toBe(status.PERMISSION_DENIED);
+  });
 });
