@@ -5,7 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freePort, runTsEntry, spawnProcess, waitFor, type SpawnedProcess } from '@llmgw/testing';
+import { freePort, inheritedTestEnv, runTsEntry, spawnProcess, waitFor, type SpawnedProcess } from '@llmgw/testing';
 import { ProcessTreeTracker, readProcessTable, type ProcInfo } from '../../launcher/src/process-tree';
 import type { NodeView, ReplicaView } from './admin.types';
 
@@ -34,8 +34,13 @@ export interface AgentHandle extends AppHandle {
   readonly dataDir: string;
 }
 
-/** This process's environment without any LLMGW_* setting, so the developer's shell cannot leak in. */
+/** This process's environment without any LLMGW_* setting, so the developer's shell cannot leak in (but with the test PKI's gRPC TLS files). */
 export function baseEnv(): Record<string, string | undefined> {
+  return inheritedTestEnv();
+}
+
+/** This process's environment without any LLMGW_* setting at all: for `npm start`, which makes its own certificates. */
+export function launcherEnv(): Record<string, string | undefined> {
   return Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith('LLMGW_')));
 }
 

@@ -10,7 +10,7 @@ import { promisify } from 'node:util';
 import { freePort, repoRoot, runTsEntry, spawnProcess, waitFor } from '@llmgw/testing';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ProcessTreeTracker } from '../../launcher/src/process-tree';
-import { baseEnv, cmdline } from './cluster.harness';
+import { cmdline, launcherEnv } from './cluster.harness';
 
 const run = promisify(execFile);
 const dataDir = mkdtempSync(join(tmpdir(), 'llmgw-quickstart-'));
@@ -37,7 +37,7 @@ describe('npm start (tools/launcher)', () => {
         ...runTsEntry('tools/launcher/src/main.ts'),
         name: 'launcher',
         cleanEnv: true,
-        env: { ...baseEnv(), LLMGW_DATA_DIR: dataDir, ...(await portsEnv()) },
+        env: { ...launcherEnv(), LLMGW_DATA_DIR: dataDir, ...(await portsEnv()) },
         readyWhen: { check: (proc) => (tracker.addRoot(proc.pid), true) },
       });
       const timer = setInterval(() => tracker.refresh(), 200);
@@ -114,7 +114,7 @@ describe('npm start (tools/launcher)', () => {
         ...runTsEntry('tools/launcher/src/main.ts'),
         name: 'launcher (port taken)',
         cleanEnv: true,
-        env: { ...baseEnv(), LLMGW_DATA_DIR: dataDir, ...(await portsEnv()), LLMGW_ROUTER_PORT: String(port) },
+        env: { ...launcherEnv(), LLMGW_DATA_DIR: dataDir, ...(await portsEnv()), LLMGW_ROUTER_PORT: String(port) },
       });
       expect(await launcher.waitForExit(60_000)).toEqual({ code: 1, signal: null });
       expect(launcher.stdout).toContain(`port ${port} on 127.0.0.1 for the router is already in use: stop whatever holds it, or set LLMGW_ROUTER_PORT to a free port`);
