@@ -1,7 +1,8 @@
 // Two controllers on one store, on SQLite and on PostgreSQL: one leads, the other turns agents
 // away with NotLeader naming the leader; a model wanting 2 replicas ends with exactly 2, also
 // after the leader goes away and the standby takes over. Use reported to the standby reaches the
-// leader.
+// leader; key usage is stored by the leader only (a standby refuses it, naming the leader).
+import { status, type ServiceError } from '@grpc/grpc-js';
 import { RouterServiceClient } from '@llmgw/proto';
 import { openStore } from '@llmgw/store';
 import { freePort, testBackends, testChannelCredentials, waitFor } from '@llmgw/testing';
@@ -94,6 +95,20 @@ describe.each(testBackends())('two controllers on one $name store', (backend) =>
       });
       expect(leader.plane.replicas.get(before[1])?.replica.lastUsedAt).toBeUndefined();
 
+      // Key usage is the leader's to write: the standby refuses it (naming the leader) and stores
+      // nothing, so the router keeps it; the same report to the leader is stored once.
+      const hour = Math.floor(Date.now() / 3_600_000) * 3_600_000;
+      const keyed = { routerId: 'router-with-keys', lastUsedUnixMs: {}, keyUsage: [{ key: 'team-a', model: 'llama', hourUnixMs: hour, requests: 3, promptTokens: 30, completionTokens: 12 }] };
+      const report = (to: RouterServiceClient) => new Promise<ServiceError | null>((done) => to.reportUsage(keyed, (e) => done(e)));
+      const refused = await report(router);
+      expect(refused?.code).toBe(status.FAILED_PRECONDITION);
+      expect(refused?.details).toContain(leader.grpc);
+      expect(await store.keyUsage.query(0)).toEqual([]);
+      const toLeader = new RouterServiceClient(leader.grpc, testChannelCredentials());
+      cleanups.push(() => toLeader.close());
+      expect(await report(toLeader)).toBeNull();
+      expect(await store.keyUsage.query(0)).toEqual([{ key: 'team-a', model: 'llama', hour, requests: 3, promptTokens: 30, completionTokens: 12 }]);
+
       // The leader goes away; the standby takes the lease, the agents follow, nothing churns.
       await leader.close();
       await waitFor(() => standby.plane.leadership.isLeader(), { deadlineMs: 10_000, message: 'standby took over' });
@@ -102,6 +117,9 @@ describe.each(testBackends())('two controllers on one $name store', (backend) =>
       await holdsAt(running, 2, 1_500, 20_000, 'still exactly 2 replicas');
       expect(agents.flatMap((x) => x.running()).sort()).toEqual(before);
       expect((await store.replicas.list()).map((r) => r.id)).toEqual(before);
+      // The new leader stores key usage; the old one's row and this one add up.
+      expect(await report(router)).toBeNull();
+      expect(await store.keyUsage.query(0)).toEqual([{ key: 'team-a', model: 'llama', hour, requests: 6, promptTokens: 60, completionTokens: 24 }]);
     },
     120_000,
   );

@@ -113,7 +113,9 @@ class WatchSink implements EndpointSink {
  * read back from the store. ReportUsage, served anywhere, hands the last-used map to the usage
  * tracker, dropping entries whose time is 0 as the contract says and clamping times later than
  * now + {@link USAGE_FUTURE_SKEW_MS} to now (the newest time wins, so a time in the future would
- * otherwise hold a replica "in use" for as long as the controller runs).
+ * otherwise hold a replica "in use" for as long as the controller runs). Key usage in the same
+ * report is stored by the leader only: a standby answers FAILED_PRECONDITION (naming the leader
+ * when it knows one) and the router keeps the rows for the controller its watch follows.
  */
 export class RouterCalls {
   private readonly log: Logger;
@@ -187,6 +189,21 @@ export class RouterCalls {
     const { rows, dropped } = keyUsageRows(request, now);
     if (dropped > 0) log.warn({ routerId: request.routerId, dropped }, 'router reported key usage that makes no sense; dropped');
     if (rows.length === 0 || options.writeKeyUsage === undefined) return {};
+    // Key usage is written by the leader only (as every other change is): a standby refuses it,
+    // the router keeps the rows and sends them to the controller its watch follows, which
+    // NotLeader moves to the leader. The last-used times above are taken anywhere.
+    let admission: Admission;
+    try {
+      admission = await options.admit();
+    } catch (error) {
+      log.warn({ routerId: request.routerId, err: error instanceof Error ? error.message : String(error) }, 'cannot tell whether this controller leads; key usage not stored');
+      throw new DomainError(ErrorCode.Unavailable, 'key usage could not be stored; send it again');
+    }
+    if (!admission.leader) {
+      log.info({ routerId: request.routerId, leader: admission.leaderAddress ?? '-' }, 'not the leader: key usage refused, the router sends it to the leader');
+      const where = admission.leaderAddress !== undefined ? `the leader is at ${admission.leaderAddress}` : 'no leader is known yet';
+      throw new DomainError(ErrorCode.PreconditionFailed, `not the leader: key usage is stored by the leader (${where}); send it there`);
+    }
     try {
       await options.writeKeyUsage(rows);
     } catch (error) {
