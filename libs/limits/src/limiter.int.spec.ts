@@ -94,6 +94,19 @@ describe.each(backends)('$name limiter', (backend) => {
     expect(await admit(limiter, limits, 1)).toMatchObject({ admitted: false, refusedBy: 'tokens' });
   });
 
+  it('lets tokens go with the window at the amounts they were settled to', async () => {
+    const { limiter, wait } = backend.make();
+    const limits = { tokensPerMinute: 100 };
+    const a = await admit(limiter, limits, 60);
+    await limiter.settle(a.ticket!, 25);
+    const b = await admit(limiter, limits, 30);
+    await limiter.settle(b.ticket!, 30);
+    expect(await admit(limiter, limits, 50)).toMatchObject({ admitted: false, refusedBy: 'tokens', tokens: { remaining: 45 } });
+    await wait(WINDOW_MS + 50);
+    // Both left the window: everything is free again, and the sum is exact (not 60 + 30 − what was given back).
+    expect(await admit(limiter, limits, 100)).toMatchObject({ admitted: true, tokens: { remaining: 0 } });
+  });
+
   it('holds at most concurrentRequests in flight, and frees a slot when one settles', async () => {
     const { limiter } = backend.make();
     const limits = { concurrentRequests: 2 };
@@ -102,6 +115,18 @@ describe.each(backends)('$name limiter', (backend) => {
     expect(await admit(limiter, limits)).toMatchObject({ admitted: false, refusedBy: 'concurrency', retryAfterMs: 1_000 });
     await limiter.settle(a.ticket!, 0);
     expect((await admit(limiter, limits)).admitted).toBe(true);
+  });
+
+  it('applies a settle before an admission asked for after it, though nobody awaited the settle', async () => {
+    const { limiter } = backend.make();
+    const limits = { concurrentRequests: 1, tokensPerMinute: 100 };
+    const first = await admit(limiter, limits, 80);
+    const settled = limiter.settle(first.ticket!, 30);
+    // Same turn: the settle is still queued when the admission is asked for.
+    const second = admit(limiter, limits, 70);
+    expect(await second).toMatchObject({ admitted: true, tokens: { remaining: 0 } });
+    await settled;
+    expect(await admit(limiter, limits, 1)).toMatchObject({ admitted: false, refusedBy: 'tokens' });
   });
 
   it('lets a claim that is never settled (its router died) lapse after the lease, and renewal keeps a live one', async () => {
