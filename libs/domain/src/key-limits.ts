@@ -5,7 +5,7 @@
 export interface KeyLimits {
   /** Requests admitted in any 60 s. */
   readonly requestsPerMinute?: number;
-  /** Tokens (prompt + completion) in any 60 s; a request reserves its max_tokens at admission. */
+  /** Tokens (prompt + completion) in any 60 s; a request reserves its max_tokens and an estimate of its prompt at admission. */
   readonly tokensPerMinute?: number;
   /** Requests in flight at once. */
   readonly concurrentRequests?: number;

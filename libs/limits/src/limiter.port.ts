@@ -10,7 +10,7 @@ export interface AdmitRequest {
   readonly limits: KeyLimits;
   /** Unique per request: the entry the windows and the concurrency lease hold for it. */
   readonly requestId: string;
-  /** Tokens the request may use (its max_tokens, or the configured estimate), reserved at admission. */
+  /** Tokens the request may use (prompt + completion: the router reserves max_tokens or its estimate, plus an estimate of the prompt), reserved at admission. */
   readonly reserveTokens: number;
 }
 

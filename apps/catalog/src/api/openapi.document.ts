@@ -408,7 +408,7 @@ export const OPENAPI_DOCUMENT = {
         description: 'Each limit is for the whole router fleet, however many routers there are. Absent: no limit.',
         properties: {
           requestsPerMinute: { type: 'integer', minimum: 1 },
-          tokensPerMinute: { type: 'integer', minimum: 1, description: "Prompt + completion tokens in any 60 s; a request reserves its max_tokens at admission." },
+          tokensPerMinute: { type: 'integer', minimum: 1, description: "Prompt + completion tokens in any 60 s; a request reserves its max_tokens and an estimate of its prompt at admission." },
           concurrentRequests: { type: 'integer', minimum: 1 },
           tokensPerDay: { type: 'integer', minimum: 1, description: 'Per UTC day.' },
         },

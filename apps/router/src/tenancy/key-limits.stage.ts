@@ -19,16 +19,21 @@ export interface KeyRefusal {
 
 const MAX_TOKENS = /"max(?:_completion)?_tokens"\s*:\s*(\d{1,12})/g;
 
+/** Body bytes per prompt token in the reservation's estimate of the prompt (OpenAI's rule of thumb: ~4 characters a token). */
+export const BYTES_PER_PROMPT_TOKEN = 4;
+
 /**
- * The tokens a request reserves at admission: its `max_tokens` (or `max_completion_tokens`, the
- * largest given), else `estimate`. Read without parsing the body (the scanner already checked
- * it); a value nested deeper than the top level can only make the reservation larger.
+ * The tokens a request reserves at admission: what it may generate, its `max_tokens` (or
+ * `max_completion_tokens`, the largest given), else `estimate`, plus an estimate of its prompt,
+ * one token per {@link BYTES_PER_PROMPT_TOKEN} bytes of the body, since the engine counts the
+ * prompt in the usage the reservation is settled to. Read without parsing the body (the scanner
+ * already checked it); a value nested deeper than the top level can only make it larger.
  */
 export function tokensToReserve(body: Buffer, estimate: number): number {
   const text = body.toString('latin1');
   let most: number | undefined;
   for (const m of text.matchAll(MAX_TOKENS)) most = Math.max(most ?? 0, Number(m[1]));
-  return most ?? estimate;
+  return (most ?? estimate) + Math.ceil(body.length / BYTES_PER_PROMPT_TOKEN);
 }
 
 /**
@@ -86,7 +91,7 @@ function refusal(result: AdmitResult, headers: Record<string, string>, reserved:
     case 'tokens':
       return {
         kind: 'rate_limit_exceeded',
-        message: `Rate limit reached for tokens per minute on this API key: this request reserves ${reserved} tokens (its max_tokens); try again in ${retry} s.`,
+        message: `Rate limit reached for tokens per minute on this API key: this request reserves ${reserved} tokens (its max_tokens and an estimate of its prompt); try again in ${retry} s.`,
         headers: all,
       };
     case 'concurrency':
