@@ -87,6 +87,12 @@ describe('routerConfigSchema', () => {
     expect(() => loadConfig(routerConfigSchema, { ...TLS, LLMGW_ROUTER_SCORERS: 'queue=0' })).toThrow(/queue: weight must be a positive number, got 0/);
   });
 
+  it('takes a Redis key prefix for the limits, and refuses one that is spaced, braced or long', () => {
+    expect(loadConfig(routerConfigSchema, {}).limits.redisPrefix).toBe('llmgw:limits:');
+    expect(loadConfig(routerConfigSchema, { LLMGW_ROUTER_REDIS_PREFIX: 'fleet-b:limits:' }).limits.redisPrefix).toBe('fleet-b:limits:');
+    for (const bad of ['a b', '{tag}', 'x'.repeat(65)]) expect(() => loadConfig(routerConfigSchema, { LLMGW_ROUTER_REDIS_PREFIX: bad })).toThrow(/LLMGW_ROUTER_REDIS_PREFIX/);
+  });
+
   it('refuses a controller token that is short or an example placeholder, naming the variable, never the value', () => {
     expect(() => loadConfig(routerConfigSchema, { ...TLS, LLMGW_ROUTER_CONTROLLER_TOKEN: 'change-me' })).toThrow(/LLMGW_ROUTER_CONTROLLER_TOKEN=<redacted>: expected 16 to 512 characters/);
     expect(() => loadConfig(routerConfigSchema, { ...TLS, LLMGW_ROUTER_CONTROLLER_TOKEN: 'change-me-router-token-0123' })).toThrow(/LLMGW_ROUTER_CONTROLLER_TOKEN=<redacted>: looks like an example placeholder/);

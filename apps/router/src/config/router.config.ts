@@ -83,6 +83,11 @@ const seconds = (ms: number): number => Math.max(1, Math.round(ms / 1000));
  * Without LLMGW_ROUTER_CONTROLLER the router runs from LLMGW_ROUTER_CONFIG_FILE alone (static
  * endpoints and catalog); with neither it starts with no models.
  */
+
+/** A Redis key prefix: 1–64 letters, digits and `:_.-` (no spaces, no braces: those make hash tags). */
+const parseRedisPrefix: EnvParse<string> = (raw) =>
+  /^[A-Za-z0-9:_.-]{1,64}$/.test(raw) ? { ok: true, value: raw } : { ok: false, reason: 'expected 1 to 64 letters, digits or : _ . -' };
+
 export const routerConfigSchema = z
   .object({
     ...SHARED_ENV,
@@ -152,6 +157,8 @@ export const routerConfigSchema = z
     LLMGW_ROUTER_SCRAPE_STALE_AFTER: envVar(durationAtLeast(1), { default: 5_000 }),
     /** Redis holding API key limits for every router (`redis://` or `rediss://`); unset = this router alone, exactly. */
     LLMGW_REDIS_URL: env.url(['redis:', 'rediss:'], { optional: true }),
+    /** Prefix of every Redis key the limits write: fleets sharing one Redis (and tests) keep apart by it. */
+    LLMGW_ROUTER_REDIS_PREFIX: envVar(parseRedisPrefix, { default: 'llmgw:limits:' }),
     /** Longest a limit check may wait for Redis before this router enforces its share alone. */
     LLMGW_ROUTER_REDIS_TIMEOUT: envVar(durationAtLeast(1), { default: 50 }),
     /** Tokens a request without max_tokens reserves against a key's token limits. */
@@ -225,7 +232,7 @@ export const routerConfigSchema = z
       unavailableAfter: e.LLMGW_ROUTER_SCRAPE_UNAVAILABLE_AFTER,
     },
     usageIntervalMs: e.LLMGW_ROUTER_USAGE_INTERVAL,
-    limits: { redisUrl: e.LLMGW_REDIS_URL, redisTimeoutMs: e.LLMGW_ROUTER_REDIS_TIMEOUT, tokenEstimate: e.LLMGW_ROUTER_TOKEN_ESTIMATE, leaseMs: e.LLMGW_ROUTER_LIMIT_LEASE },
+    limits: { redisUrl: e.LLMGW_REDIS_URL, redisPrefix: e.LLMGW_ROUTER_REDIS_PREFIX, redisTimeoutMs: e.LLMGW_ROUTER_REDIS_TIMEOUT, tokenEstimate: e.LLMGW_ROUTER_TOKEN_ESTIMATE, leaseMs: e.LLMGW_ROUTER_LIMIT_LEASE },
     watch: { backoffMinMs: e.LLMGW_ROUTER_WATCH_BACKOFF_MIN, backoffMaxMs: e.LLMGW_ROUTER_WATCH_BACKOFF_MAX },
     drain: { delayMs: e.LLMGW_ROUTER_DRAIN_DELAY, timeoutMs: e.LLMGW_ROUTER_DRAIN_TIMEOUT },
   }));
