@@ -4,10 +4,10 @@
 // fleet shares the exact limit again.
 import { createHash, randomUUID } from 'node:crypto';
 import { openStore } from '@llmgw/store';
-import { inheritedTestEnv, runTsEntry, spawnProcess, sqliteBackend, startRedis, stopAllSpawned, waitFor, type RedisServer, type SpawnedProcess } from '@llmgw/testing';
+import { sqliteBackend, startRedis, stopAllSpawned, waitFor, type RedisServer } from '@llmgw/testing';
 import { afterAll, describe, expect, it } from 'vitest';
 import { FakeAgent } from './test/agent.fake';
-import { catalogDoc, catalogFile, startController } from './test/controller.harness';
+import { catalogDoc, catalogFile, startController, startRouterProcesses } from './test/controller.harness';
 
 const cleanups: (() => Promise<unknown> | void)[] = [];
 afterAll(async () => {
@@ -34,21 +34,14 @@ describe('key limits through a Redis outage', () => {
     cleanups.push(() => redis.stop());
     const port = redis.port;
 
-    const env = inheritedTestEnv();
-    const routers: SpawnedProcess[] = await Promise.all(
-      [0, 1, 2].map((i) =>
-        spawnProcess({
-          ...runTsEntry('apps/router/src/main.ts'),
-          name: `llmgw-router-${i}`,
-          cleanEnv: true,
-          env: { ...env, LLMGW_ROUTER_PORT: '0', LLMGW_ROUTER_ID: `outage-${i}`, LLMGW_ROUTER_CONTROLLER: controller.grpc, LLMGW_ROUTER_CONTROLLER_TOKEN: routerToken, LLMGW_REDIS_URL: redis.url, LLMGW_ROUTER_REDIS_TIMEOUT: '500ms' },
-          readyWhen: { stdoutMatch: /llmgw-router listening on (http:\/\/127\.0\.0\.1:\d+)/ },
-          deadlineMs: 60_000,
-        }),
-      ),
-    );
+    const { processes: routers, bases } = await startRouterProcesses(3, (i) => ({
+      LLMGW_ROUTER_ID: `outage-${i}`,
+      LLMGW_ROUTER_CONTROLLER: controller.grpc,
+      LLMGW_ROUTER_CONTROLLER_TOKEN: routerToken,
+      LLMGW_REDIS_URL: redis.url,
+      LLMGW_ROUTER_REDIS_TIMEOUT: '500ms',
+    }));
     cleanups.push(() => Promise.all(routers.map((r) => r.stop())));
-    const bases = routers.map((r) => r.readyMatch?.[1] as string);
     const chat = (base: string) =>
       fetch(`${base}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${secret}` }, body: JSON.stringify({ model: 'llama', messages: [{ role: 'user', content: 'hi' }], max_tokens: 1 }) });
     const metric = async (base: string): Promise<number> => Number(/^llmgw_router_limits_degraded (\S+)$/m.exec(await (await fetch(`${base}/metrics`)).text())?.[1] ?? 'NaN');

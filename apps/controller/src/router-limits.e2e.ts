@@ -6,10 +6,10 @@
 import { createHash, randomUUID } from 'node:crypto';
 import OpenAI from 'openai';
 import { openStore, type Store } from '@llmgw/store';
-import { inheritedTestEnv, runTsEntry, spawnProcess, sqliteBackend, stopAllSpawned, testRedisUrl, waitFor, type SpawnedProcess } from '@llmgw/testing';
+import { sqliteBackend, stopAllSpawned, testRedisUrl, waitFor } from '@llmgw/testing';
 import { afterAll, describe, expect, it } from 'vitest';
 import { FakeAgent } from './test/agent.fake';
-import { catalogDoc, catalogFile, startController } from './test/controller.harness';
+import { catalogDoc, catalogFile, startController, startRouterProcesses } from './test/controller.harness';
 
 const cleanups: (() => Promise<unknown> | void)[] = [];
 afterAll(async () => {
@@ -40,21 +40,15 @@ describe('key limits across three routers and Redis', () => {
     const plain = `llmgw-plain-${run}-0123456789abcdef`;
     await store.apiKeys.create(`plain-${run}`, { owner: 'streams', models: ['*'], limits: {} }, hash(plain));
 
-    const env = inheritedTestEnv();
-    const routers: SpawnedProcess[] = await Promise.all(
-      [0, 1, 2].map((i) =>
-        spawnProcess({
-          ...runTsEntry('apps/router/src/main.ts'),
-          name: `llmgw-router-${i}`,
-          cleanEnv: true,
-          env: { ...env, LLMGW_ROUTER_PORT: '0', LLMGW_ROUTER_ID: `router-${i}`, LLMGW_ROUTER_CONTROLLER: controller.grpc, LLMGW_ROUTER_CONTROLLER_TOKEN: routerToken, LLMGW_REDIS_URL: testRedisUrl(), LLMGW_ROUTER_REDIS_TIMEOUT: '2s', LLMGW_ROUTER_USAGE_INTERVAL: '200ms' },
-          readyWhen: { stdoutMatch: /llmgw-router listening on (http:\/\/127\.0\.0\.1:\d+)/ },
-          deadlineMs: 60_000,
-        }),
-      ),
-    );
+    const { processes: routers, bases } = await startRouterProcesses(3, (i) => ({
+      LLMGW_ROUTER_ID: `router-${i}`,
+      LLMGW_ROUTER_CONTROLLER: controller.grpc,
+      LLMGW_ROUTER_CONTROLLER_TOKEN: routerToken,
+      LLMGW_REDIS_URL: testRedisUrl(),
+      LLMGW_ROUTER_REDIS_TIMEOUT: '2s',
+      LLMGW_ROUTER_USAGE_INTERVAL: '200ms',
+    }));
     cleanups.push(() => Promise.all(routers.map((r) => r.stop())));
-    const bases = routers.map((r) => r.readyMatch?.[1] as string);
     const chat = (base: string, key: string) =>
       fetch(`${base}/v1/chat/completions`, {
         method: 'POST',

@@ -11,7 +11,7 @@ import { ExpressAdapter } from '@nestjs/platform-express';
 import type { INestApplication } from '@nestjs/common';
 import { loadConfig } from '@llmgw/config';
 import { createLogger, createMetricsRegistry } from '@llmgw/observability';
-import { testChannelCredentials, testGrpcTlsEnv } from '@llmgw/testing';
+import { inheritedTestEnv, runTsEntry, spawnProcess, testChannelCredentials, testGrpcTlsEnv, type SpawnedProcess } from '@llmgw/testing';
 import { EndpointSnapshot, RouterServiceClient, type WatchResponse } from '@llmgw/proto';
 import type { AddressInfo } from 'node:net';
 import { controllerConfigSchema } from '../config/controller.config';
@@ -168,4 +168,32 @@ export function catalogFile(doc: unknown): { path: string; cleanup(): void } {
   const path = join(dir, 'catalog.json');
   writeFileSync(path, JSON.stringify(doc));
   return { path, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+/** Routers started by {@link startRouterProcesses}: the processes and the base URL each listens on. */
+export interface RouterProcesses {
+  readonly processes: SpawnedProcess[];
+  readonly bases: string[];
+}
+
+/**
+ * Starts `count` real router processes (`apps/router/src/main.ts`) on free ports, with none of
+ * this process's LLMGW_* variables but the test PKI's TLS ones (inheritedTestEnv), each with
+ * `env(i)`, and resolves once every one listens.
+ */
+export async function startRouterProcesses(count: number, env: (i: number) => Record<string, string>): Promise<RouterProcesses> {
+  const base = inheritedTestEnv();
+  const processes = await Promise.all(
+    Array.from({ length: count }, (_, i) =>
+      spawnProcess({
+        ...runTsEntry('apps/router/src/main.ts'),
+        name: `llmgw-router-${i}`,
+        cleanEnv: true,
+        env: { ...base, LLMGW_ROUTER_PORT: '0', ...env(i) },
+        readyWhen: { stdoutMatch: /llmgw-router listening on (http:\/\/127\.0\.0\.1:\d+)/ },
+        deadlineMs: 60_000,
+      }),
+    ),
+  );
+  return { processes, bases: processes.map((r) => r.readyMatch?.[1] as string) };
 }
