@@ -6,8 +6,9 @@
 // Usage: node tools/run.cjs tools/bench/router.bench.ts [--rate 1000] [--seconds 3] [--rounds 3]
 //        [--connections 64] [--upstream node|sim] [--policy default|least-load|prefix-affinity|round-robin]
 //        [--body-bytes 80] [--limits] [--no-write]
-// --limits adds a second router whose static key has limits in Redis (LLMGW_REDIS_URL, the
-// machine's Redis) and sends the key on every path, to show what the limit check adds.
+// --limits adds a second router whose static key has limits in Redis (a redis-server of the
+// benchmark's own, so its CPU time is counted with that router's) and sends the key on every
+// path, to show what the limit check adds.
 // --policy sets the model's routing policy (default: none set, the router's default for chat, prefix-affinity);
 // --body-bytes pads the chat message so the body has that many bytes (e.g. 102400 for a 100 KB chat body).
 // Needs nginx and wrk on PATH (apt-get install -y nginx wrk). Load goes to 127.0.0.1 only and
@@ -18,7 +19,7 @@ import { Agent, request } from 'node:http';
 import * as os from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { freePort, runTsEntry, spawnProcess, stopAllSpawned, testRedisUrl, type SpawnedProcess } from '@llmgw/testing';
+import { freePort, runTsEntry, spawnProcess, startRedis, stopAllSpawned, type SpawnedProcess } from '@llmgw/testing';
 import { machineLine, percentile, printTable, writeSection } from './bench-report';
 
 const { values: args } = parseArgs({
@@ -147,7 +148,8 @@ async function startEngine(): Promise<{ proc: SpawnedProcess; url: string; what:
 const BENCH_KEY = 'llmgw-bench-key-0123456789abcdef';
 const AUTH: Record<string, string> = args.limits ? { authorization: `Bearer ${BENCH_KEY}` } : {};
 
-async function startRouter(dir: string, engineUrl: string, limits = false): Promise<{ url: string; pid: number }> {
+async function startRouter(dir: string, engineUrl: string, redisUrl?: string): Promise<{ url: string; pid: number }> {
+  const limits = redisUrl !== undefined;
   const config = join(dir, limits ? 'router-limits.yaml' : 'router.yaml');
   const keysFile = join(dir, 'keys.yaml');
   // Limits far above the load, so every request is admitted and the cost measured is the check's.
@@ -164,7 +166,7 @@ async function startRouter(dir: string, engineUrl: string, limits = false): Prom
       LLMGW_DATA_DIR: dir,
       LLMGW_ROUTER_CONFIG_FILE: config,
       LLMGW_LOG_LEVEL: 'info',
-      ...(limits && { LLMGW_ROUTER_API_KEYS_FILE: keysFile, LLMGW_REDIS_URL: testRedisUrl() }),
+      ...(limits && { LLMGW_ROUTER_API_KEYS_FILE: keysFile, LLMGW_REDIS_URL: redisUrl }),
     },
     readyWhen: { stdoutMatch: /llmgw-router listening on (http:\/\/127\.0\.0\.1:\d+)/ },
     deadlineMs: 60_000,
@@ -319,8 +321,10 @@ async function main(): Promise<void> {
       { name: 'bare Node http proxy', url: bare.url, pids: [bare.pid] },
     ];
     if (args.limits) {
-      const limited = await startRouter(dir, engine.url, true);
-      targets.splice(2, 0, { name: 'llmgw-router, key limits in Redis', url: limited.url, pids: [limited.pid] });
+      const redis = await startRedis();
+      const limited = await startRouter(dir, engine.url, redis.url);
+      // The limit check's cost is the router's and its Redis's: both are counted.
+      targets.splice(2, 0, { name: 'llmgw-router, key limits in Redis', url: limited.url, pids: [limited.pid, redis.process.pid] });
     }
     /** Per round and path: p50 and p99 of that round's samples (the report takes the median over rounds). */
     const roundStats = new Map<string, { p50: number[]; p99: number[] }>(targets.map((t) => [t.name, { p50: [], p99: [] }]));
@@ -397,6 +401,8 @@ async function main(): Promise<void> {
       const withLimits = p('llmgw-router, key limits in Redis', 50) - direct.p50;
       summary.push(['added p50 latency with key limits in Redis (ms)', ms(withLimits), '≤ 0.500', verdict(withLimits, 0.5)]);
       summary.push(['  of which the limit check (ms)', ms(withLimits - addedP50), '-', '-']);
+      summary.push(['  added p50 with limits vs without (ratio)', (withLimits / addedP50).toFixed(2), '-', '-']);
+      summary.push(['  router + Redis CPU per request with limits vs router without', (cpuPerRequest('llmgw-router, key limits in Redis') / cpuPerRequest('llmgw-router')).toFixed(2), '-', '-']);
     }
     printTable(rows);
     printTable(summary);
