@@ -12,6 +12,8 @@ interface KeyState {
   requests: Held[];
   /** Token reservations of the last minute, oldest first, and their sum. */
   tokens: Held[];
+  /** The same reservations by request id, so a settle finds its own without a scan. */
+  tokenById: Map<string, Held>;
   tokenSum: number;
   /** Concurrency leases: request id → lease end. */
   leases: Map<string, number>;
@@ -64,7 +66,9 @@ export class MemoryLimiter implements Limiter {
 
     if (rpm !== undefined) s.requests.push({ id: request.requestId, at: now, amount: 1 });
     if (tpm !== undefined) {
-      s.tokens.push({ id: request.requestId, at: now, amount: reserve });
+      const held: Held = { id: request.requestId, at: now, amount: reserve };
+      s.tokens.push(held);
+      s.tokenById.set(held.id, held);
       s.tokenSum += reserve;
     }
     if (conc !== undefined) s.leases.set(request.requestId, now + this.options.leaseMs);
@@ -76,7 +80,7 @@ export class MemoryLimiter implements Limiter {
   async settle(ticket: Ticket, usedTokens: number): Promise<void> {
     const s = this.keys.get(ticket.key);
     if (s === undefined) return;
-    const held = s.tokens.find((t) => t.id === ticket.requestId);
+    const held = s.tokenById.get(ticket.requestId);
     if (held !== undefined) {
       s.tokenSum += usedTokens - held.amount;
       held.amount = usedTokens;
@@ -97,12 +101,16 @@ export class MemoryLimiter implements Limiter {
   private state(key: string, now: number): KeyState {
     let s = this.keys.get(key);
     if (s === undefined) {
-      s = { requests: [], tokens: [], tokenSum: 0, leases: new Map(), days: new Map() };
+      s = { requests: [], tokens: [], tokenById: new Map(), tokenSum: 0, leases: new Map(), days: new Map() };
       this.keys.set(key, s);
     }
     const cutoff = now - this.window;
     while (s.requests.length > 0 && s.requests[0].at <= cutoff) s.requests.shift();
-    while (s.tokens.length > 0 && s.tokens[0].at <= cutoff) s.tokenSum -= (s.tokens.shift() as Held).amount;
+    while (s.tokens.length > 0 && s.tokens[0].at <= cutoff) {
+      const gone = s.tokens.shift() as Held;
+      s.tokenById.delete(gone.id);
+      s.tokenSum -= gone.amount;
+    }
     for (const [id, end] of s.leases) if (end <= now) s.leases.delete(id);
     const today = utcDay(now);
     const yesterday = utcDay(now - 86_400_000);
