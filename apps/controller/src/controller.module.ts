@@ -12,6 +12,7 @@ import { AdminService } from './admin/admin.service';
 import { CONTROLLER_CONFIG, type ControllerConfig } from './config/controller.config';
 import { ControlPlane } from './control-plane.service';
 import { callAuthInterceptor, GrpcCallAuthenticator } from './grpc/grpc-auth';
+import type { NestMicroservice } from '@nestjs/microservices';
 import { AGENT_CONNECT, AgentGrpcController, ROUTER_CALLS, RouterGrpcController } from './grpc/grpc.controllers';
 import { GrpcExceptionFilter } from './grpc/grpc-errors';
 import { ControllerGrpcTransport } from './grpc/grpc.transport';
@@ -66,7 +67,9 @@ export async function serveControllerGrpc(app: INestApplication, config: Control
     closeGraceMs: 1_000,
   });
   // Deferred, so the handlers Nest builds when it starts the transport see the filter.
+  // The app's own init hooks have run: starting the microservice must not run them again.
   const grpc = app.connectMicroservice({ strategy: transport }, { inheritAppConfig: false, deferInitialization: true });
+  (grpc as unknown as NestMicroservice).setIsInitHookCalled(true);
   grpc.useGlobalFilters(new GrpcExceptionFilter(logger));
   try {
     await app.startAllMicroservices();

@@ -5,7 +5,7 @@ import { openStore, type Store } from '@llmgw/store';
 import { sqliteBackend, stopAllSpawned, waitFor, type TestDatabase } from '@llmgw/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FakeAgent } from './test/agent.fake';
-import { catalogDoc, catalogFile, startController, WatchingRouter, type TestController } from './test/controller.harness';
+import { catalogDoc, catalogFile, startController, TEST_JOIN_TOKEN, TEST_ROUTER_TOKEN, WatchingRouter, WITH_TOKENS, type TestController } from './test/controller.harness';
 
 const STEP_MS = 90_000;
 
@@ -21,13 +21,13 @@ describe('a three-node fleet', () => {
   beforeAll(async () => {
     db = await sqliteBackend.create();
     file = catalogFile(catalogDoc([{ name: 'llama', replicas: 2 }]));
-    controller = await startController({ LLMGW_DATABASE_URL: db.url, LLMGW_CONTROLLER_CATALOG_FILE: file.path });
+    controller = await startController({ ...WITH_TOKENS, LLMGW_DATABASE_URL: db.url, LLMGW_CONTROLLER_CATALOG_FILE: file.path });
     store = await openStore(db.url);
-    router = new WatchingRouter(controller.grpc);
+    router = new WatchingRouter(controller.grpc, 'test-router', false, TEST_ROUTER_TOKEN);
     await waitFor(() => router.latest, { message: 'first snapshot', deadlineMs: 10_000 });
     firstRevision = router.latest?.revision ?? 0;
     for (const id of ['node-1', 'node-2', 'node-3']) {
-      const agent = new FakeAgent({ nodeId: id, controllers: [controller.grpc], engines: 'sim' });
+      const agent = new FakeAgent({ nodeId: id, controllers: [controller.grpc], engines: 'sim', token: TEST_JOIN_TOKEN });
       agents.push(agent);
       agent.connect();
     }

@@ -2,13 +2,20 @@
 // away with NotLeader naming the leader; a model wanting 2 replicas ends with exactly 2, also
 // after the leader goes away and the standby takes over. Use reported to the standby reaches the
 // leader; key usage is stored by the leader only (a standby refuses it, naming the leader).
-import { status, type ServiceError } from '@grpc/grpc-js';
+import { Metadata, status, type ServiceError } from '@grpc/grpc-js';
 import { RouterServiceClient } from '@llmgw/proto';
 import { openStore } from '@llmgw/store';
 import { freePort, testBackends, testChannelCredentials, waitFor } from '@llmgw/testing';
 import { afterEach, describe, expect, it } from 'vitest';
 import { FakeAgent } from './test/agent.fake';
-import { catalogDoc, catalogFile, startController, type TestController } from './test/controller.harness';
+import { catalogDoc, catalogFile, startController, TEST_JOIN_TOKEN, TEST_ROUTER_TOKEN, WITH_TOKENS, type TestController } from './test/controller.harness';
+
+/** `authorization: Bearer` with the controllers' router token. */
+const routerToken = (): Metadata => {
+  const md = new Metadata();
+  md.set('authorization', `Bearer ${TEST_ROUTER_TOKEN}`);
+  return md;
+};
 
 const cleanups: (() => Promise<unknown> | void)[] = [];
 afterEach(async () => {
@@ -48,13 +55,13 @@ describe.each(testBackends())('two controllers on one $name store', (backend) =>
         LLMGW_CONTROLLER_SETTLE: '2s',
       });
       // Both start at once: they race for the catalog seed and for the lease.
-      const controllers: TestController[] = await Promise.all([startController(env(pa)), startController(env(pb))]);
+      const controllers: TestController[] = await Promise.all([startController({ ...WITH_TOKENS, ...env(pa) }), startController({ ...WITH_TOKENS, ...env(pb) })]);
       cleanups.push(...controllers.map((c) => () => c.close()));
       const [a, b] = controllers;
       const agents = [
-        new FakeAgent({ nodeId: 'node-1', controllers: [a.grpc, b.grpc] }),
-        new FakeAgent({ nodeId: 'node-2', controllers: [b.grpc, a.grpc] }),
-        new FakeAgent({ nodeId: 'node-3', controllers: [b.grpc, a.grpc] }),
+        new FakeAgent({ nodeId: 'node-1', controllers: [a.grpc, b.grpc], token: TEST_JOIN_TOKEN }),
+        new FakeAgent({ nodeId: 'node-2', controllers: [b.grpc, a.grpc], token: TEST_JOIN_TOKEN }),
+        new FakeAgent({ nodeId: 'node-3', controllers: [b.grpc, a.grpc], token: TEST_JOIN_TOKEN }),
       ];
       cleanups.push(() => Promise.all(agents.map((x) => x.stop())));
       for (const x of agents) x.connect();
@@ -86,7 +93,7 @@ describe.each(testBackends())('two controllers on one $name store', (backend) =>
       const router = new RouterServiceClient(standby.grpc, testChannelCredentials());
       cleanups.push(() => router.close());
       await new Promise<void>((ok, fail) =>
-        router.reportUsage({ keyUsage: [], routerId: 'router-on-standby', lastUsedUnixMs: { [before[0]]: usedAt } }, (e) => (e ? fail(e) : ok())),
+        router.reportUsage({ keyUsage: [], routerId: 'router-on-standby', lastUsedUnixMs: { [before[0]]: usedAt } }, routerToken(), (e) => (e ? fail(e) : ok())),
       );
       expect(leader.plane.replicas.get(before[0])?.replica.lastUsedAt).toBeUndefined();
       await waitFor(() => leader.plane.replicas.get(before[0])?.replica.lastUsedAt === usedAt, {
@@ -99,7 +106,7 @@ describe.each(testBackends())('two controllers on one $name store', (backend) =>
       // nothing, so the router keeps it; the same report to the leader is stored once.
       const hour = Math.floor(Date.now() / 3_600_000) * 3_600_000;
       const keyed = { routerId: 'router-with-keys', lastUsedUnixMs: {}, keyUsage: [{ key: 'team-a', model: 'llama', hourUnixMs: hour, requests: 3, promptTokens: 30, completionTokens: 12 }] };
-      const report = (to: RouterServiceClient) => new Promise<ServiceError | null>((done) => to.reportUsage(keyed, (e) => done(e)));
+      const report = (to: RouterServiceClient) => new Promise<ServiceError | null>((done) => to.reportUsage(keyed, routerToken(), (e) => done(e)));
       const refused = await report(router);
       expect(refused?.code).toBe(status.FAILED_PRECONDITION);
       expect(refused?.details).toContain(leader.grpc);

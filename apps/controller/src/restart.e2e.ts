@@ -5,7 +5,7 @@ import { openStore } from '@llmgw/store';
 import { freePort, sqliteBackend, stopAllSpawned, waitFor } from '@llmgw/testing';
 import { afterEach, describe, expect, it } from 'vitest';
 import { FakeAgent } from './test/agent.fake';
-import { catalogDoc, catalogFile, startController, WatchingRouter, type TestController } from './test/controller.harness';
+import { catalogDoc, catalogFile, startController, TEST_JOIN_TOKEN, TEST_ROUTER_TOKEN, WatchingRouter, WITH_TOKENS, type TestController } from './test/controller.harness';
 
 const cleanups: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -39,21 +39,21 @@ describe('controller restart', () => {
       cleanups.push(() => db.drop(), () => file.cleanup());
       const port = String(await freePort());
       const env = { LLMGW_DATABASE_URL: db.url, LLMGW_CONTROLLER_CATALOG_FILE: file.path, LLMGW_CONTROLLER_GRPC_PORT: port, LLMGW_CONTROLLER_SETTLE: '4s' };
-      const first = await startController(env);
+      const first = await startController({ ...WITH_TOKENS, ...env });
       cleanups.push(() => first.close());
-      const agents = ['node-1', 'node-2', 'node-3'].map((id) => new FakeAgent({ nodeId: id, controllers: [first.grpc], engines: 'sim' }));
+      const agents = ['node-1', 'node-2', 'node-3'].map((id) => new FakeAgent({ nodeId: id, controllers: [first.grpc], engines: 'sim', token: TEST_JOIN_TOKEN }));
       cleanups.push(() => Promise.all(agents.map((a) => a.stop())).then(() => undefined));
       for (const a of agents) a.connect();
-      const router = new WatchingRouter(first.grpc);
+      const router = new WatchingRouter(first.grpc, 'test-router', false, TEST_ROUTER_TOKEN);
       const before = await settleFleet(first, agents, router, 2);
       router.close();
       const placedReplicas = agents.flatMap((a) => a.running()).sort();
 
       await first.close();
       const restartedAt = Date.now();
-      const second = await startController(env);
+      const second = await startController({ ...WITH_TOKENS, ...env });
       cleanups.push(() => second.close());
-      const watcher = new WatchingRouter(second.grpc);
+      const watcher = new WatchingRouter(second.grpc, 'test-router', false, TEST_ROUTER_TOKEN);
       cleanups.push(() => watcher.close());
 
       // A router's first snapshot from the new controller already carries the stored endpoints.
@@ -82,9 +82,9 @@ describe('controller restart', () => {
       const first = await sqliteBackend.create();
       const file = catalogFile(catalog);
       cleanups.push(() => first.drop(), () => file.cleanup());
-      const a = await startController({ LLMGW_DATABASE_URL: first.url, LLMGW_CONTROLLER_CATALOG_FILE: file.path });
+      const a = await startController({ ...WITH_TOKENS, LLMGW_DATABASE_URL: first.url, LLMGW_CONTROLLER_CATALOG_FILE: file.path });
       cleanups.push(() => a.close());
-      const agents = ['node-1', 'node-2'].map((id) => new FakeAgent({ nodeId: id, controllers: [a.grpc] }));
+      const agents = ['node-1', 'node-2'].map((id) => new FakeAgent({ nodeId: id, controllers: [a.grpc], token: TEST_JOIN_TOKEN }));
       cleanups.push(() => Promise.all(agents.map((x) => x.stop())).then(() => undefined));
       for (const x of agents) x.connect();
       await waitFor(() => agents.flatMap((x) => x.running()).length === 2, { deadlineMs: 20_000, message: 'two replicas running' });
@@ -95,7 +95,7 @@ describe('controller restart', () => {
       const second = await sqliteBackend.create();
       cleanups.push(() => second.drop());
       const restartedAt = Date.now();
-      const b = await startController({ LLMGW_DATABASE_URL: second.url, LLMGW_CONTROLLER_CATALOG_FILE: file.path, LLMGW_CONTROLLER_SETTLE: '2s' });
+      const b = await startController({ ...WITH_TOKENS, LLMGW_DATABASE_URL: second.url, LLMGW_CONTROLLER_CATALOG_FILE: file.path, LLMGW_CONTROLLER_SETTLE: '2s' });
       cleanups.push(() => b.close());
       for (const x of agents) x.options.controllers = [b.grpc];
       await waitFor(() => b.plane.phase === 'active' && b.plane.replicas.size === 2, { deadlineMs: 15_000, message: 'adopted and settled' });
@@ -124,9 +124,9 @@ describe('controller restart', () => {
       cleanups.push(() => db.drop(), () => file.cleanup());
       const port = String(await freePort());
       const env = { LLMGW_DATABASE_URL: db.url, LLMGW_CONTROLLER_CATALOG_FILE: file.path, LLMGW_CONTROLLER_GRPC_PORT: port, LLMGW_CONTROLLER_SETTLE: '2s' };
-      const first = await startController(env);
+      const first = await startController({ ...WITH_TOKENS, ...env });
       cleanups.push(() => first.close());
-      const agents = ['node-1', 'node-2'].map((id) => new FakeAgent({ nodeId: id, controllers: [first.grpc] }));
+      const agents = ['node-1', 'node-2'].map((id) => new FakeAgent({ nodeId: id, controllers: [first.grpc], token: TEST_JOIN_TOKEN }));
       cleanups.push(() => Promise.all(agents.map((a) => a.stop())).then(() => undefined));
       for (const a of agents) a.connect();
       await waitFor(() => [...first.plane.replicas.values()].some((r) => r.replica.state === 'ready'), { deadlineMs: 20_000, message: 'a ready replica' });
@@ -145,7 +145,7 @@ describe('controller restart', () => {
       expect(holder.running()).toEqual([replica.id]);
       await first.close();
 
-      const second = await startController(env);
+      const second = await startController({ ...WITH_TOKENS, ...env });
       cleanups.push(() => second.close());
       await waitFor(() => second.plane.phase === 'active', { deadlineMs: 15_000, message: 'adoption settled' });
       const { body } = await admin(second, '/nodes');

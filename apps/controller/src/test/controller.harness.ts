@@ -31,6 +31,16 @@ export const FAST_ENV: Record<string, string> = {
   LLMGW_CONTROLLER_COMMAND_TIMEOUT: '5s',
 };
 
+/** The tokens of a controller started with {@link WITH_TOKENS}, for its agents and routers. */
+export const TEST_JOIN_TOKEN = 'test-join-token-0123456789abcdef';
+export const TEST_ROUTER_TOKEN = 'test-router-token-0123456789abcdef';
+/** Controller settings that require the test tokens on every gRPC call, as deployed. */
+export const WITH_TOKENS: Record<string, string> = {
+  LLMGW_CONTROLLER_JOIN_TOKEN: TEST_JOIN_TOKEN,
+  LLMGW_CONTROLLER_ROUTER_TOKEN: TEST_ROUTER_TOKEN,
+  LLMGW_CONTROLLER_INSECURE_NO_AUTH: 'false',
+};
+
 /** A controller running in this process. */
 export interface TestController {
   readonly app: INestApplication;
