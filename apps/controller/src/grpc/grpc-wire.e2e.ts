@@ -241,6 +241,13 @@ describe('the controller gRPC port against hostile clients', () => {
     expect(await store.keyUsage.query(0)).toEqual([]);
     expect(controller.logs.filter((l) => l.msg === 'gRPC call failed' || l.msg === 'agent message failed')).toEqual([]);
   }, 180_000);
+
+  it('never writes either token to its log, whatever was sent', () => {
+    expect(controller.logs.filter((l) => l.msg === 'gRPC call refused: missing or wrong token').length).toBeGreaterThan(10);
+    const text = JSON.stringify(controller.logs);
+    expect(text).not.toContain(JOIN);
+    expect(text).not.toContain(ROUTER);
+  });
 });
 
 describe('the controller gRPC port is TLS, and with client auth every caller shows a certificate naming who it claims to be', () => {
@@ -328,4 +335,30 @@ describe('the controller gRPC port is TLS, and with client auth every caller sho
     // A node's certificate with the router token is still the router token's caller, and must name the router it claims.
     expect((await call(clientOf(withCertificate('node-a')), byPath('/ReportUsage'), bearer(ROUTER), usage('router-1'))).code).toBe(status.PERMISSION_DENIED);
   });
+});
+
+describe('plaintext gRPC only when asked for by name', () => {
+  it('LLMGW_GRPC_INSECURE=true serves plaintext, warns at start and says so in /readyz; a TLS client is refused', async () => {
+    const db = await sqliteBackend.create();
+    const file = catalogFile(catalogDoc([{ name: 'llama', replicas: 1 }]));
+    const controller = await startController({ LLMGW_DATABASE_URL: db.url, LLMGW_CONTROLLER_CATALOG_FILE: file.path, LLMGW_GRPC_INSECURE: 'true', LLMGW_CONTROLLER_SETTLE: '200ms' });
+    const plain = new Client(controller.grpc, grpcChannelCredentials({ insecure: true, clientAuth: false, refreshMs: 60_000 }));
+    const tls = new Client(controller.grpc, testChannelCredentials());
+    try {
+      expect(controller.logs.filter((l) => l.level === 'warn' && String(l.msg).startsWith('LLMGW_GRPC_INSECURE'))).toHaveLength(1);
+      expect(controller.logs.find((l) => String(l.msg).startsWith('llmgw-controller gRPC listening'))).toMatchObject({ security: 'plaintext' });
+      const ready = (await (await fetch(`${controller.http}/readyz`)).json()) as { checks: Record<string, unknown> };
+      expect(ready.checks.grpc).toEqual({ ready: true, detail: { security: 'plaintext', warning: 'plaintext on purpose (LLMGW_GRPC_INSECURE=true)' } });
+      const report = METHODS.find((m) => m.path.endsWith('/ReportUsage')) as Method;
+      const usage = [Buffer.from(ReportUsageRequest.encode({ routerId: 'plain', lastUsedUnixMs: {}, keyUsage: [] }).finish())];
+      expect((await call(plain, report, bearer(), usage)).code).toBe(status.OK);
+      expect((await call(tls, report, bearer(), usage)).code).toBe(status.UNAVAILABLE);
+    } finally {
+      plain.close();
+      tls.close();
+      await controller.close();
+      await db.drop();
+      file.cleanup();
+    }
+  }, 60_000);
 });
