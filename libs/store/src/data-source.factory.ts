@@ -1,5 +1,6 @@
 import { chmodSync, closeSync, existsSync, mkdirSync, openSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
+import * as sqlite3 from 'sqlite3';
 import { DataSource, MigrationExecutor } from 'typeorm';
 import { parseDatabaseUrl, type DatabaseLocation } from './database-url.parser';
 import { MIGRATIONS } from './migrations/all.migrations';
@@ -32,6 +33,7 @@ export function createDataSource(url: string | DatabaseLocation, options: StoreC
       database: location.path,
       enableWAL: location.path !== ':memory:',
       busyTimeout: options.busyTimeoutMs ?? 5_000,
+      driver: SQLITE3_QUIET,
     });
   }
   return new DataSource({
@@ -43,6 +45,14 @@ export function createDataSource(url: string | DatabaseLocation, options: StoreC
     extra: { max: options.poolSize ?? 10, query_timeout: options.queryTimeoutMs ?? 10_000 },
   });
 }
+
+/**
+ * node-sqlite3 as TypeORM's driver, minus its verbose mode. TypeORM calls `driver.verbose()`,
+ * which wraps every statement so that each call captures a stack and `util.inspect`s its SQL and
+ * parameters, for a longer stack on errors nobody here reads (the store maps driver errors
+ * itself). This `verbose()` answers the driver unchanged.
+ */
+const SQLITE3_QUIET: typeof sqlite3 = Object.create(sqlite3, { verbose: { value: () => SQLITE3_QUIET } });
 
 /**
  * Makes a SQLite location ready and private: creates its folder (0700) when missing, and the
