@@ -1,9 +1,9 @@
 import { spawnSync } from 'node:child_process';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { Counter } from 'prom-client';
+import { Counter, Gauge, Registry, type RegistryContentType } from 'prom-client';
 import { describe, expect, it } from 'vitest';
-import { createMetricsRegistry, metricsHandler, PROMTOOL_REJECTED_DEFAULT_METRICS } from './metrics.registry';
+import { createMetricsRegistry, metricsHandler, promLabels, PROMTOOL_REJECTED_DEFAULT_METRICS } from './metrics.registry';
 
 /** Runs `promtool check metrics` on `text`. Fails (never skips) without promtool: CI installs the `prometheus` package. */
 function promtoolCheck(text: string): { status: number | null; output: string } {
@@ -53,5 +53,58 @@ describe('metricsHandler', () => {
     } finally {
       await new Promise((resolve) => server.close(resolve));
     }
+  });
+});
+
+describe('MetricsRegistry text families', () => {
+  const series = [
+    { node: 'node-1', gpu: '0', gpu_class: 'H100-80GB', value: 0.25 },
+    { node: 'node-"2"', gpu: '1', gpu_class: 'back\\slash\nnew line', value: 80e9 },
+    { node: 'node-3', gpu: '7', gpu_class: 'A100', value: Number.POSITIVE_INFINITY },
+  ];
+
+  /** The same series twice: as a prom-client Gauge in one registry, as a text family in another. */
+  async function both(options: { defaultLabels?: Record<string, string>; openMetrics?: boolean; before?: boolean }) {
+    const viaGauge = createMetricsRegistry({ processMetrics: false, ...(options.defaultLabels && { defaultLabels: options.defaultLabels }) });
+    const viaText = createMetricsRegistry({ processMetrics: false, ...(options.defaultLabels && { defaultLabels: options.defaultLabels }) });
+    if (options.openMetrics) for (const r of [viaGauge, viaText]) (r as unknown as Registry<RegistryContentType>).setContentType(Registry.OPENMETRICS_CONTENT_TYPE);
+    if (options.before) for (const r of [viaGauge, viaText]) new Counter({ name: 'llmgw_test_before_total', help: 'Before.', registers: [r] }).inc(3);
+    const gauge = new Gauge({ name: 'llmgw_test_gpu_value', help: 'Per GPU\\ value\nsecond line.', labelNames: ['node', 'gpu', 'gpu_class'], registers: [viaGauge] });
+    for (const { value, ...labels } of series) gauge.set(labels, value);
+    viaText.registerTextFamily({
+      name: 'llmgw_test_gpu_value',
+      help: 'Per GPU\\ value\nsecond line.',
+      type: 'gauge',
+      collect: (sample) => {
+        for (const { value, ...labels } of series) sample(promLabels(labels), value);
+      },
+    });
+    return { gauge: await viaGauge.metrics(), text: await viaText.metrics() };
+  }
+
+  it.each([
+    { name: 'alone', options: {} },
+    { name: 'after other families', options: { before: true } },
+    { name: 'with default labels', options: { defaultLabels: { app: 'controller' }, before: true } },
+    { name: 'in OpenMetrics', options: { openMetrics: true, before: true } },
+  ])('writes exactly what prom-client writes for the same gauge ($name)', async ({ options }) => {
+    const { gauge, text } = await both(options);
+    expect(text).toBe(gauge);
+    expect(text).toContain('gpu_class="back\\\\slash\\nnew line"');
+  });
+
+  it('passes promtool check metrics', async () => {
+    const { text } = await both({ before: true, defaultLabels: { app: 'controller' } });
+    expect(promtoolCheck(text)).toEqual({ status: 0, output: '' });
+  });
+
+  it('writes HELP and TYPE only for a family without samples, and refuses a name taken', () => {
+    const registry = createMetricsRegistry({ processMetrics: false });
+    new Gauge({ name: 'llmgw_test_taken', help: 'Taken.', registers: [registry] });
+    const family = { name: 'llmgw_test_empty', help: 'Empty.', type: 'gauge' as const, collect: () => undefined };
+    registry.registerTextFamily(family);
+    expect(() => registry.registerTextFamily(family)).toThrow(/already been registered/);
+    expect(() => registry.registerTextFamily({ ...family, name: 'llmgw_test_taken' })).toThrow(/already been registered/);
+    return expect(registry.metrics()).resolves.toMatch(/# HELP llmgw_test_empty Empty\.\n# TYPE llmgw_test_empty gauge\n$/);
   });
 });
