@@ -4,7 +4,7 @@
 import { DomainError, ErrorCode, type Clock, type NodeState } from '@llmgw/domain';
 import type { Store } from '@llmgw/store';
 import type { Logger } from 'pino';
-import type { Registry } from 'prom-client';
+import type { MetricsRegistry } from '@llmgw/observability';
 import { CatalogReloader, type CurrentCatalog } from './catalog/catalog.reloader';
 import type { ControllerConfig } from './config/controller.config';
 import { AgentConnect, type Admission, type AgentStreamHandler } from './grpc/agent.service';
@@ -30,7 +30,7 @@ export interface ControlPlaneOptions {
   readonly config: ControllerConfig;
   readonly store: Store;
   readonly logger: Logger;
-  readonly registry: Registry;
+  readonly registry: MetricsRegistry;
   readonly clock?: Clock;
 }
 

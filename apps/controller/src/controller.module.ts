@@ -1,10 +1,9 @@
 import { Inject, Injectable, Module, type BeforeApplicationShutdown, type DynamicModule, type INestApplication, type OnApplicationShutdown } from '@nestjs/common';
 import type { Clock } from '@llmgw/domain';
 import { grpcSecurity } from '@llmgw/config';
-import { ObservabilityModule, problemFilterProvider, ReadinessService, type Logger } from '@llmgw/observability';
+import { ObservabilityModule, problemFilterProvider, ReadinessService, type Logger, type MetricsRegistry } from '@llmgw/observability';
 import { openStore, redactDatabaseUrl, type Store } from '@llmgw/store';
 import { grpcServerCredentials } from '@llmgw/tls';
-import type { Registry } from 'prom-client';
 import { AdminController, ADMIN_SERVICE } from './admin/admin.controller';
 import { LEADER_FORWARDER, LeaderForwarder } from './admin/leader.forwarder';
 import { ADMIN_TOKENS, AdminGuard } from './admin/admin.guard';
@@ -21,7 +20,7 @@ import { ControllerGrpcTransport } from './grpc/grpc.transport';
 export interface ControllerModuleOptions {
   config: ControllerConfig;
   logger: Logger;
-  registry: Registry;
+  registry: MetricsRegistry;
   /** An already open store (tests, benchmarks); the app then leaves closing it to the caller. */
   store?: Store;
   clock?: Clock;

@@ -1,6 +1,7 @@
 import { NODE_STATES, REPLICA_STATES, type Clock } from '@llmgw/domain';
 import { capacityByClass, freeNodesByFabric } from '@llmgw/placement';
-import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import { promLabels, type MetricsRegistry } from '@llmgw/observability';
+import { Counter, Gauge, Histogram } from 'prom-client';
 import type { NodeEntry } from '../nodes/node.entry';
 import { inventoryOf } from '../reconcile/reconcile.planner';
 import type { UnplaceableState } from '../reconcile/reconcile.planner';
@@ -32,19 +33,36 @@ export interface ControllerMetrics {
 const GPU_STATES = ['used', 'free', 'unhealthy', 'unavailable'] as const;
 
 /**
+ * A gauge computed at scrape time (its `collect` sets every sample) that drops its samples once
+ * read, so between scrapes it holds none: the per-GPU, per-node and per-replica families are tens
+ * of thousands of label sets at fleet scale, and each scrape computes them afresh anyway.
+ */
+class ScrapedGauge<T extends string> extends Gauge<T> {
+  override async get(): ReturnType<Gauge<T>['get']> {
+    const metric = await super.get();
+    this.reset();
+    return metric;
+  }
+}
+
+/**
  * Registers the cluster and controller metric families on `registry`. Every value is computed
  * when Prometheus scrapes, from the state the controller already holds (a collector, not gauges
  * kept current by a ticker). Unknown is absent: a GPU without a reported utilisation, memory use
  * or ECC count has no sample, a node whose disk was not read has no cache sample, a replica no
  * router reported has no idle sample. Unhealthy GPUs are counted as neither used nor free.
  */
-export function registerClusterMetrics(registry: Registry, source: ClusterMetricsSource): ControllerMetrics {
+export function registerClusterMetrics(registry: MetricsRegistry, source: ClusterMetricsSource): ControllerMetrics {
   const registers = [registry];
-  let view: { nodes: ReadonlyMap<string, NodeEntry>; replicas: ReadonlyMap<string, ReplicaEntry>; at: number } | undefined;
-  // One consistent view per scrape: families collected within the same millisecond share it.
-  const state = () => {
-    const now = source.clock.now();
-    if (!view || view.at !== now) view = { nodes: source.nodes(), replicas: source.replicas(), at: now };
+  let view: ScrapeView | undefined;
+  // One consistent view per scrape: a scrape collects every family within one turn of the event
+  // loop (prom-client's families, then the text families, with no I/O between), and the view is
+  // dropped when that turn ends, so the entries it copied are not kept until the next scrape.
+  const state = (): ScrapeView => {
+    if (!view) {
+      view = { nodes: source.nodes(), replicas: source.replicas(), gpuLabels: undefined };
+      setImmediate(() => (view = undefined));
+    }
     return view;
   };
 
@@ -83,12 +101,12 @@ export function registerClusterMetrics(registry: Registry, source: ClusterMetric
       }
     },
   });
-  perGpu(registers, state, 'llmgw_cluster_gpu_memory_total_bytes', 'GPU memory per GPU, bytes.', (g) => g.memoryTotalBytes);
-  perGpu(registers, state, 'llmgw_cluster_gpu_memory_used_bytes', 'GPU memory in use per GPU, bytes; absent when the driver did not report it.', (g) => g.memoryUsedBytes);
-  perGpu(registers, state, 'llmgw_cluster_gpu_utilization_ratio', 'GPU utilisation per GPU, 0..1; absent when the driver cannot report it.', (g) =>
+  perGpu(registry, state, 'llmgw_cluster_gpu_memory_total_bytes', 'GPU memory per GPU, bytes.', (g) => g.memoryTotalBytes);
+  perGpu(registry, state, 'llmgw_cluster_gpu_memory_used_bytes', 'GPU memory in use per GPU, bytes; absent when the driver did not report it.', (g) => g.memoryUsedBytes);
+  perGpu(registry, state, 'llmgw_cluster_gpu_utilization_ratio', 'GPU utilisation per GPU, 0..1; absent when the driver cannot report it.', (g) =>
     g.utilizationPct === undefined ? undefined : g.utilizationPct / 100,
   );
-  perGpu(registers, state, 'llmgw_cluster_gpu_ecc_errors', 'Uncorrected ECC errors since the driver loaded, per GPU; absent when ECC is off or unsupported.', (g) => g.eccErrors);
+  perGpu(registry, state, 'llmgw_cluster_gpu_ecc_errors', 'Uncorrected ECC errors since the driver loaded, per GPU; absent when ECC is off or unsupported.', (g) => g.eccErrors);
   new Gauge({
     name: 'llmgw_cluster_fabric_nodes',
     help: 'GPU nodes per fabric, any state.',
@@ -111,7 +129,7 @@ export function registerClusterMetrics(registry: Registry, source: ClusterMetric
       for (const f of freeNodesByFabric(allNodesInventory(nodes, replicas))) this.set({ fabric: f.fabric }, f.freeNodes);
     },
   });
-  new Gauge({
+  new ScrapedGauge({
     name: 'llmgw_cluster_cache_free_bytes',
     help: 'Free space of each node\'s weights cache filesystem, bytes; absent when the agent could not read it.',
     labelNames: ['node'],
@@ -121,7 +139,7 @@ export function registerClusterMetrics(registry: Registry, source: ClusterMetric
       for (const n of state().nodes.values()) if (n.cacheFreeBytes !== undefined) this.set({ node: n.info.id }, n.cacheFreeBytes);
     },
   });
-  new Gauge({
+  new ScrapedGauge({
     name: 'llmgw_cluster_replicas',
     help: 'Replicas by model and state.',
     labelNames: ['model', 'state'],
@@ -145,7 +163,7 @@ export function registerClusterMetrics(registry: Registry, source: ClusterMetric
       this.set(source.unplaceable().size);
     },
   });
-  new Gauge({
+  new ScrapedGauge({
     name: 'llmgw_cluster_model_unplaceable',
     help: '1 for each model that fits on no node right now (the reason is in the admin API and the events).',
     labelNames: ['model'],
@@ -155,7 +173,7 @@ export function registerClusterMetrics(registry: Registry, source: ClusterMetric
       for (const model of source.unplaceable().keys()) this.set({ model }, 1);
     },
   });
-  new Gauge({
+  new ScrapedGauge({
     name: 'llmgw_cluster_replica_idle_seconds',
     help: 'Seconds since a router last used each replica; absent when no router has reported it (unknown, not idle).',
     labelNames: ['model', 'replica'],
@@ -266,24 +284,36 @@ function allNodesInventory(nodes: ReadonlyMap<string, NodeEntry>, replicas: Read
 
 type GpuOf = NodeEntry['info']['gpus'][number];
 
-function perGpu(
-  registers: Registry[],
-  state: () => { nodes: ReadonlyMap<string, NodeEntry> },
-  name: string,
-  help: string,
-  value: (g: GpuOf) => number | undefined,
-): void {
-  new Gauge({
+/** What one scrape reads: taken once, shared by every family collected in that scrape. */
+interface ScrapeView {
+  readonly nodes: ReadonlyMap<string, NodeEntry>;
+  readonly replicas: ReadonlyMap<string, ReplicaEntry>;
+  /** Each GPU's `node`, `gpu` and `gpu_class` labels, rendered once for the per-GPU families. */
+  gpuLabels: Map<GpuOf, string> | undefined;
+}
+
+/**
+ * One per-GPU family (a series per GPU: 16,000 at 2,000 nodes of 8), written as text (see
+ * TextFamily): the label string of each GPU is rendered once per scrape for all of them.
+ */
+function perGpu(registry: MetricsRegistry, state: () => ScrapeView, name: string, help: string, value: (g: GpuOf) => number | undefined): void {
+  registry.registerTextFamily({
     name,
     help,
-    labelNames: ['node', 'gpu', 'gpu_class'],
-    registers,
-    collect() {
-      this.reset();
-      for (const n of state().nodes.values()) {
+    type: 'gauge',
+    collect(sample) {
+      const view = state();
+      view.gpuLabels ??= new Map();
+      for (const n of view.nodes.values()) {
         for (const g of n.info.gpus) {
           const v = value(g);
-          if (v !== undefined) this.set({ node: n.info.id, gpu: String(g.index), gpu_class: g.gpuClass }, v);
+          if (v === undefined) continue;
+          let labels = view.gpuLabels.get(g);
+          if (labels === undefined) {
+            labels = promLabels({ node: n.info.id, gpu: String(g.index), gpu_class: g.gpuClass });
+            view.gpuLabels.set(g, labels);
+          }
+          sample(labels, v);
         }
       }
     },
