@@ -51,6 +51,30 @@ describe('NodeRegistry', () => {
     expect(gpu).not.toHaveProperty('utilizationPct');
   });
 
+  it('shares with the previous entry what a heartbeat leaves as it was, and replaces what it changes', () => {
+    const nodes = new NodeRegistry();
+    nodes.register(registration('n1', [{}, {}]), 0);
+    const replica = { replicaId: 'r1', model: 'm', engine: 'vllm' as const, state: 'ready' as const, port: 8000, gpuIndices: [0], rank: 0, restarts: 0 };
+    const live = [
+      { index: 0, healthy: true, utilizationPct: 5, memoryUsedBytes: 1 },
+      { index: 1, healthy: true, utilizationPct: 0, memoryUsedBytes: 1 },
+    ];
+    const first = nodes.heartbeat('n1', { gpus: live, cacheFreeBytes: 7, replicas: [replica] }, 1);
+    const same = nodes.heartbeat('n1', { gpus: live.map((g) => ({ ...g })), cacheFreeBytes: 7, replicas: [{ ...replica, gpuIndices: [0] }] }, 2);
+    expect(same?.lastSeen).toBe(2);
+    expect(same?.info).toBe(first?.info);
+    expect(same?.reported).toBe(first?.reported);
+    const busier = nodes.heartbeat('n1', { gpus: [{ ...live[0], utilizationPct: 90 }, live[1]], cacheFreeBytes: 7, replicas: [{ ...replica, restarts: 1 }] }, 3);
+    expect(busier?.info.gpus[0]).toMatchObject({ utilizationPct: 90, memoryUsedBytes: 1 });
+    expect(first?.info.gpus[0]).toMatchObject({ utilizationPct: 5 });
+    expect(busier?.info.gpus[1]).toBe(first?.info.gpus[1]);
+    expect(busier?.reported.get('r1')?.restarts).toBe(1);
+    const unknown = nodes.heartbeat('n1', { gpus: [{ index: 0, healthy: true, memoryUsedBytes: 1 }, live[1]], cacheFreeBytes: 6, replicas: [] }, 4);
+    expect(unknown?.info.gpus[0]).not.toHaveProperty('utilizationPct');
+    expect(unknown?.info.cache.freeBytes).toBe(6);
+    expect(unknown?.reported.size).toBe(0);
+  });
+
   it('keeps an operator cordon across re-registration; uncordon ends a drain', () => {
     const nodes = new NodeRegistry();
     nodes.register(registration('n1'), 0);

@@ -115,17 +115,25 @@ export class NodeRegistry {
     const entry = this.nodes.get(nodeId);
     if (!entry) return undefined;
     const wasState = entry.info.state;
-    const cache = {
-      ...entry.info.cache,
-      ...(hb.cacheFreeBytes !== undefined ? { freeBytes: hb.cacheFreeBytes } : {}),
-      ...(hb.cacheEntries !== undefined ? { entries: hb.cacheEntries } : {}),
-    };
+    // What the heartbeat leaves as it was is shared with the previous entry (entries are
+    // immutable): an idle fleet's heartbeats then make one small object per node, not a copy of
+    // its GPUs, cache and replica list every few seconds.
+    const gpus = mergeGpus(entry.info.gpus, hb.gpus);
+    const cacheSame = hb.cacheEntries === undefined && (hb.cacheFreeBytes === undefined || hb.cacheFreeBytes === entry.info.cache.freeBytes);
+    const cache = cacheSame
+      ? entry.info.cache
+      : {
+          ...entry.info.cache,
+          ...(hb.cacheFreeBytes !== undefined ? { freeBytes: hb.cacheFreeBytes } : {}),
+          ...(hb.cacheEntries !== undefined ? { entries: hb.cacheEntries } : {}),
+        };
+    const info = gpus === entry.info.gpus && cache === entry.info.cache && wasState === 'healthy' ? entry.info : { ...entry.info, gpus, cache, state: 'healthy' as const };
     const next: NodeEntry = {
       ...entry,
-      info: { ...entry.info, gpus: mergeGpus(entry.info.gpus, hb.gpus), cache, state: 'healthy' },
+      info,
       ...(hb.cacheFreeBytes !== undefined ? { cacheFreeBytes: hb.cacheFreeBytes } : {}),
       lastSeen: now,
-      reported: byId(hb.replicas),
+      reported: sameList(entry.reported, hb.replicas) ? entry.reported : byId(hb.replicas),
       reportedAt: now,
     };
     this.nodes.set(nodeId, next);
@@ -246,13 +254,42 @@ function sameReports(a: ReadonlyMap<string, ReportedReplica>, b: ReadonlyMap<str
   return true;
 }
 
-/** Registered GPUs with a heartbeat's live values; a field the heartbeat leaves unset is unknown now. */
+/** Whether `list` says exactly what `reported` holds (same replicas, every field equal). */
+function sameList(reported: ReadonlyMap<string, ReportedReplica>, list: readonly ReportedReplica[]): boolean {
+  if (reported.size !== list.length) return false;
+  for (const r of list) {
+    const o = reported.get(r.replicaId);
+    if (!o || !sameFields(o, r)) return false;
+  }
+  return true;
+}
+
+/** Same own fields with equal values; arrays (gpuIndices) compared element by element. */
+function sameFields(a: object, b: object): boolean {
+  const ka = Object.keys(a);
+  if (ka.length !== Object.keys(b).length) return false;
+  for (const k of ka) {
+    const x: unknown = (a as Record<string, unknown>)[k];
+    const y: unknown = (b as Record<string, unknown>)[k];
+    if (x === y) continue;
+    if (!Array.isArray(x) || !Array.isArray(y) || x.length !== y.length || x.some((v, i) => v !== y[i])) return false;
+  }
+  return true;
+}
+
+/**
+ * Registered GPUs with a heartbeat's live values; a field the heartbeat leaves unset is unknown
+ * now. A GPU whose live values did not change is the same object, and when none changed the
+ * same array is returned.
+ */
 function mergeGpus(gpus: readonly Gpu[], live: readonly GpuLiveState[]): readonly Gpu[] {
   if (live.length === 0) return gpus;
   const byIndex = new Map(live.map((g) => [g.index, g]));
-  return gpus.map((g) => {
+  let changed = false;
+  const merged = gpus.map((g) => {
     const l = byIndex.get(g.index);
-    if (!l) return g;
+    if (!l || sameLive(g, l)) return g;
+    changed = true;
     return {
       index: g.index,
       uuid: g.uuid,
@@ -266,6 +303,22 @@ function mergeGpus(gpus: readonly Gpu[], live: readonly GpuLiveState[]): readonl
       healthy: l.healthy,
     };
   });
+  return changed ? merged : gpus;
+}
+
+/** Whether merging `live` into `g` would give `g` again. */
+function sameLive(g: Gpu, live: GpuLiveState): boolean {
+  return (
+    g.memoryUsedBytes === live.memoryUsedBytes &&
+    g.utilizationPct === live.utilizationPct &&
+    g.temperatureC === live.temperatureC &&
+    g.eccErrors === live.eccErrors &&
+    g.healthy === live.healthy &&
+    ('memoryUsedBytes' in g) === (live.memoryUsedBytes !== undefined) &&
+    ('utilizationPct' in g) === (live.utilizationPct !== undefined) &&
+    ('temperatureC' in g) === (live.temperatureC !== undefined) &&
+    ('eccErrors' in g) === (live.eccErrors !== undefined)
+  );
 }
 
 function stripUndefined<T extends object>(o: T): Partial<T> {
