@@ -63,10 +63,9 @@ describe('runtimeDependencies', () => {
       'node_modules/vitest/node_modules/rxjs': { version: '6.0.0' },
     },
   };
-  const root = { version: '0.1.0', dependencies: { '@nestjs/core': '11.2.10', typeorm: '0.3.31', pg: '8.23.1', sqlite3: '6.0.1' } };
 
   it('pins each imported package at its top-level lockfile version and adds required peers transitively', () => {
-    expect(runtimeDependencies(['@nestjs/core'], lock, root)).toEqual({
+    expect(runtimeDependencies(['@nestjs/core'], lock)).toEqual({
       '@nestjs/common': '11.2.10',
       '@nestjs/core': '11.2.10',
       'reflect-metadata': '0.2.2',
@@ -74,12 +73,13 @@ describe('runtimeDependencies', () => {
     });
   });
 
-  it('adds an optional peer only when the root package.json depends on it (drivers loaded by name)', () => {
-    expect(runtimeDependencies(['typeorm'], lock, root)).toEqual({ pg: '8.23.1', sqlite3: '6.0.1', typeorm: '0.3.31' });
+  it('adds no optional peer: a driver loaded by name is listed only when the bundle requires it', () => {
+    expect(runtimeDependencies(['typeorm'], lock)).toEqual({ typeorm: '0.3.31' });
+    expect(runtimeDependencies(['typeorm', 'sqlite3'], lock)).toEqual({ sqlite3: '6.0.1', typeorm: '0.3.31' });
   });
 
   it('names every imported package the root lockfile does not install', () => {
-    expect(() => runtimeDependencies(['zod', 'rxjs', 'left-pad'], lock, root)).toThrow(
+    expect(() => runtimeDependencies(['zod', 'rxjs', 'left-pad'], lock)).toThrow(
       'the bundle requires packages the root lockfile does not install: zod, left-pad (add them to package.json dependencies)',
     );
   });

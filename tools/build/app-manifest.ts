@@ -65,13 +65,13 @@ export function importedPackages(metafile: BundleMetafile): string[] {
 }
 
 /**
- * `imported` with the exact version of each from the root lockfile, plus (transitively) the
- * peer dependencies of those that the root installs: every non-optional peer, and each optional
- * peer the root package.json lists in `dependencies`, which is how a package that loads a
- * module by name at run time (TypeORM its database drivers) gets it. Throws naming every
- * imported package the lockfile does not hold at top level (missing from the root package.json).
+ * `imported` with the exact version of each from the root lockfile, plus (transitively) their
+ * required peer dependencies. Optional peers are left out: a module a package loads by name at
+ * run time only if asked (TypeORM its database drivers and ioredis) must be required by our code
+ * where it is chosen, which puts it in the bundle's imports. Throws naming every imported package
+ * the lockfile does not hold at top level (missing from the root package.json).
  */
-export function runtimeDependencies(imported: readonly string[], lock: RootLockfile, root: RootPackageJson): Record<string, string> {
+export function runtimeDependencies(imported: readonly string[], lock: RootLockfile): Record<string, string> {
   const missing = imported.filter((name) => lock.packages[`node_modules/${name}`]?.version === undefined);
   if (missing.length > 0) {
     throw new Error(`the bundle requires packages the root lockfile does not install: ${missing.join(', ')} (add them to package.json dependencies)`);
@@ -83,7 +83,7 @@ export function runtimeDependencies(imported: readonly string[], lock: RootLockf
     if (deps[name] !== undefined || locked?.version === undefined) continue;
     deps[name] = locked.version;
     for (const peer of Object.keys(locked.peerDependencies ?? {})) {
-      if (!locked.peerDependenciesMeta?.[peer]?.optional || root.dependencies?.[peer] !== undefined) queue.push(peer);
+      if (!locked.peerDependenciesMeta?.[peer]?.optional) queue.push(peer);
     }
   }
   return Object.fromEntries(Object.entries(deps).sort(([a], [b]) => a.localeCompare(b)));

@@ -65,7 +65,7 @@ const appManifest: Plugin = {
       const outDir = join(workspaceRoot, build.initialOptions.outdir ?? dirname(build.initialOptions.outfile ?? ''));
       const rootPackage = JSON.parse(await readFile(join(workspaceRoot, 'package.json'), 'utf8')) as RootPackageJson;
       const rootLock = JSON.parse(await readFile(join(workspaceRoot, 'package-lock.json'), 'utf8')) as RootLockfile;
-      const packageJson = appPackageJson(app.program, app.description, rootPackage, runtimeDependencies(importedPackages(metafile), rootLock, rootPackage));
+      const packageJson = appPackageJson(app.program, app.description, rootPackage, runtimeDependencies(importedPackages(metafile), rootLock));
       await writeFile(join(outDir, 'package.json'), `${JSON.stringify(packageJson, null, 2)}\n`);
       await writeFile(join(outDir, 'package-lock.json'), createLockFile(packageJson, readCachedProjectGraph(), 'npm'));
     });

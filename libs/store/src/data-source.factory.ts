@@ -1,6 +1,5 @@
 import { chmodSync, closeSync, existsSync, mkdirSync, openSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
-import * as sqlite3 from 'sqlite3';
 import { DataSource, MigrationExecutor } from 'typeorm';
 import { parseDatabaseUrl, type DatabaseLocation } from './database-url.parser';
 import { MIGRATIONS } from './migrations/all.migrations';
@@ -33,12 +32,13 @@ export function createDataSource(url: string | DatabaseLocation, options: StoreC
       database: location.path,
       enableWAL: location.path !== ':memory:',
       busyTimeout: options.busyTimeoutMs ?? 5_000,
-      driver: SQLITE3_QUIET,
+      driver: quietSqlite3(),
     });
   }
   return new DataSource({
     ...common,
     type: 'postgres',
+    driver: DRIVERS.postgres(),
     url: location.url,
     connectTimeoutMS: options.connectTimeoutMs ?? 5_000,
     applicationName: 'llmgw',
@@ -47,12 +47,30 @@ export function createDataSource(url: string | DatabaseLocation, options: StoreC
 }
 
 /**
+ * The driver module of each database, required only when that database is chosen: a PostgreSQL
+ * deployment never loads the SQLite addon, nor a SQLite one pg. They are named here rather than
+ * left to TypeORM's require by name so that the build sees them: a built app's package.json lists
+ * what its bundle requires, and TypeORM's other optional peers (ioredis, mysql2…) are not among
+ * them.
+ */
+const DRIVERS = {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  sqlite: () => require('sqlite3') as typeof import('sqlite3'),
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  postgres: () => require('pg') as typeof import('pg'),
+};
+
+/**
  * node-sqlite3 as TypeORM's driver, minus its verbose mode. TypeORM calls `driver.verbose()`,
  * which wraps every statement so that each call captures a stack and `util.inspect`s its SQL and
  * parameters, for a longer stack on errors nobody here reads (the store maps driver errors
  * itself). This `verbose()` answers the driver unchanged.
  */
-const SQLITE3_QUIET: typeof sqlite3 = Object.create(sqlite3, { verbose: { value: () => SQLITE3_QUIET } });
+function quietSqlite3(): typeof import('sqlite3') {
+  const sqlite3 = DRIVERS.sqlite();
+  const quiet: typeof import('sqlite3') = Object.create(sqlite3, { verbose: { value: () => quiet } });
+  return quiet;
+}
 
 /**
  * Makes a SQLite location ready and private: creates its folder (0700) when missing, and the
