@@ -377,13 +377,16 @@ describe('settings and entries of the compose file, the images and the Kubernete
 
   it('every package production code imports is a runtime dependency (a built app lists only those)', () => {
     const pkg = JSON.parse(read('package.json')) as { dependencies: Record<string, string> };
-    const DEV_ONLY = ['tools/build', 'tools/run.cjs', 'tools/bin'];
+    const DEV_ONLY = ['tools/build', 'tools/run.cjs', 'tools/bin', 'tools/llama-engine', 'tools/gguf/src/load-check.mjs'];
     const files = (dir: string): string[] =>
       readdirSync(join(root, dir), { withFileTypes: true }).flatMap((e) => {
         const path = `${dir}/${e.name}`;
         // Only in a checkout, never in a built app: tools/build is the build itself (esbuild config,
         // Nx plugin); tools/run.cjs (the SWC loader) and tools/bin (the `npx llmgw…` links onto it)
-        // run TypeScript from source for `npm start`, the tests and the benchmarks.
+        // run TypeScript from source for `npm start`, the tests and the benchmarks; tools/llama-engine
+        // (the CPU engine on node-llama-cpp, a devDependency) is what `npm start` and the tests run
+        // where no llama-server is installed, and tools/gguf's load-check.mjs tries a model on it
+        // for a test: no app, dist or image holds either.
         if (e.isDirectory()) return ['node_modules', 'test', 'testing', '__fixtures__', 'e2e', 'bench', 'scripts'].includes(e.name) || DEV_ONLY.includes(path) ? [] : files(path);
         return /\.(ts|cjs|mjs)$/.test(e.name) && !/\.(spec|e2e)\.ts$/.test(e.name) && !DEV_ONLY.includes(path) ? [path] : [];
       });
