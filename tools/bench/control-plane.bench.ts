@@ -356,10 +356,11 @@ function histogramDelta(a: ReturnType<typeof histogram>, b: ReturnType<typeof hi
   return { count, meanMs, p99BoundMs };
 }
 
-function rssOf(pid: number): { rss: number; peak: number } {
+/** Resident bytes now and at peak, and how much of now is file-backed (the node binary, native addons) and anonymous. */
+function rssOf(pid: number): { rss: number; peak: number; file: number; anon: number } {
   const text = readFileSync(`/proc/${pid}/status`, 'utf8');
   const kb = (key: string) => Number(new RegExp(`^${key}:\\s+(\\d+) kB`, 'm').exec(text)?.[1] ?? NaN) * 1024;
-  return { rss: kb('VmRSS'), peak: kb('VmHWM') };
+  return { rss: kb('VmRSS'), peak: kb('VmHWM'), file: kb('RssFile'), anon: kb('RssAnon') };
 }
 
 async function until<T>(what: string, deadlineMs: number, fn: () => Promise<T | undefined> | T | undefined, everyMs = 100): Promise<T> {
@@ -587,6 +588,7 @@ async function main(): Promise<void> {
   const passPlan = steady.map((p) => p.planMs);
   const loopSteady = eventLoopDelay(steadyEndMetrics);
   const rssSteady = rssOf(controller.pid as number);
+  const heapTotal = sampleValue(steadyEndMetrics, 'nodejs_heap_size_total_bytes');
 
   // 5. Fan-out: routers watch; a replica flips starting ↔ ready; time from the report to each router's receipt.
   const windowBytes = values.window !== undefined ? Number(values.window) : undefined;
@@ -643,6 +645,8 @@ async function main(): Promise<void> {
     ['controller RSS, steady (MB)', '1', fmt(rssSteady.rss / MB), '', fmt(rssEnd.peak / MB), `≤ ${rssTarget}`, `${(rssSteady.rss / MB / rssTarget).toFixed(2)}×`],
   ];
   printTable(rows);
+  const rssLine = `RSS of the controller process (${fromSource ? 'Node with the TypeScript loader' : 'the built bundle on plain Node'}): ${fmt(rssIdle.rss / MB)} MB before the fleet, ${fmt(rssSteady.rss / MB)} MB at steady state, peak ${fmt(rssEnd.peak / MB)} MB. At steady state (read right after a /metrics scrape, as Prometheus would leave it): ${fmt(rssSteady.file / MB)} MB file-backed (the node binary and native addons${fromSource ? ", the loader's SWC binding among them" : ''}, shared with other processes), ${fmt(rssSteady.anon / MB)} MB anonymous, of which the JavaScript heap reserved ${fmt(heapTotal / MB)} MB (${fmt(sampleValue(steadyEndMetrics, 'nodejs_heap_size_used_bytes') / MB)} MB in use, live objects and garbage not yet collected); about ${fmt(Math.max(0, rssSteady.anon - heapTotal) / MB)} MB is native: buffers outside the heap (${fmt(sampleValue(steadyEndMetrics, 'nodejs_external_memory_bytes') / MB)} MB), the allocator's arenas (HTTP/2 sessions, SQLite, zlib), thread stacks.`;
+  process.stdout.write(`${rssLine}\n`);
 
   if (values['no-write']) return;
   const flags = [fromSource ? '--source' : '', plaintext ? '--plaintext' : ''].filter(Boolean).join(' ');
@@ -658,7 +662,7 @@ async function main(): Promise<void> {
     `- Fan-out: ${ROUTERS} routers on their own connections; a replica on node-0000 reported starting, then ready, ${FLIPS} times; latency is from the agent's report to each router's receipt of the new revision (same machine, same clock), so it includes folding the report, rebuilding the snapshot (${converged.replicas.byState.ready} endpoints, ${MODELS} models), encoding and compressing it once and writing it to every stream. The routers ask for compressed snapshots, as \`llmgw-router\` does, and read the revision without inflating; what a real router then pays to inflate and decode is measured separately on the last message, in this process.`,
     `- Where fan-out time goes: in the controller, rebuilding the snapshot and handing it (${fmtBytes(last.length)} compressed, ${fmtBytes(received.plainBytes)} uncompressed) to the ${ROUTERS} streams took ${fmt(publish.meanMs)} ms on average; the rest is HTTP/2 transmission of ${fmtBytes(last.length * ROUTERS)} per change (${fmtBytes(received.plainBytes * ROUTERS)} uncompressed) and the routers' receipt, with all ${ROUTERS} routers in one process and the fleet's heartbeats still arriving, on two cores shared by three busy processes. Routers on their own machines receive in parallel.`,
     `- Garbage collection in the controller during the steady window: ${gcSteady.count} major collections, ${fmt(gcSteady.ms)} ms in all.`,
-    `- RSS of the controller process (${fromSource ? 'Node with the TypeScript loader' : 'the built bundle on plain Node'}): ${fmt(rssIdle.rss / MB)} MB before the fleet, ${fmt(rssSteady.rss / MB)} MB at steady state, peak ${fmt(rssEnd.peak / MB)} MB. At steady state its JavaScript heap held ${fmt(sampleValue(steadyEndMetrics, 'nodejs_heap_size_used_bytes') / MB)} MB in use of ${fmt(sampleValue(steadyEndMetrics, 'nodejs_heap_size_total_bytes') / MB)} MB reserved, plus ${fmt(sampleValue(steadyEndMetrics, 'nodejs_external_memory_bytes') / MB)} MB of buffers outside it; the rest of the RSS is code${fromSource ? ", the loader's native SWC binding" : ''} and gRPC's HTTP/2 sessions.`,
+    `- ${rssLine}`,
     `- Load average (1 min) ${load0.toFixed(1)} at start, ${load1.toFixed(1)} at end: wall-clock figures include waiting for a core.`,
     '',
     '| measure | samples | median | p99 | max | target | ratio to target |',
