@@ -5,9 +5,12 @@
 // event-loop delay and its RSS, against the targets: pass ≤ 50 ms, fan-out p99 ≤ 100 ms,
 // event-loop delay p99 at steady state ≤ 20 ms, RSS ≤ 400 MB.
 // Usage: node tools/run.cjs tools/bench/control-plane.bench.ts [--nodes N] [--models N]
-//          [--routers N] [--flips N] [--steady-seconds N] [--source] [--plaintext] [--no-write]
+//          [--routers N] [--flips N] [--steady-seconds N] [--source] [--plaintext] [--node-flags="..."]
+//          [--no-write]
 // The controller runs built (`nx build controller`, plain `node dist/apps/controller/main.js`),
 // as it ships; --source runs it from TypeScript through tools/run.cjs instead, for comparison.
+// --node-flags="..." passes Node/V8 flags to the controller (e.g. the heap sizes Node picks under a
+// container memory limit, which this machine's 24 GB does not impose); the report names them.
 // Writes its section of docs/benchmarks.md unless --no-write. The fleet child is this same file
 // run with --role fleet.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
@@ -388,8 +391,8 @@ function spawnTs(file: string, args: string[], env: Record<string, string>, node
   return child;
 }
 
-function spawnBuilt(file: string, env: Record<string, string>): ChildProcess {
-  const child = spawn(process.execPath, [join(ROOT, file)], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
+function spawnBuilt(file: string, env: Record<string, string>, nodeFlags: string[] = []): ChildProcess {
+  const child = spawn(process.execPath, [...nodeFlags, join(ROOT, file)], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
   live.push(child);
   return child;
 }
@@ -455,6 +458,7 @@ async function main(): Promise<void> {
       'no-write': { type: 'boolean', default: false },
       source: { type: 'boolean', default: false },
       plaintext: { type: 'boolean', default: false },
+      'node-flags': { type: 'string', default: '' },
       window: { type: 'string' },
     },
   });
@@ -521,7 +525,8 @@ async function main(): Promise<void> {
     LLMGW_CONTROLLER_UNREACHABLE_AFTER: '60s',
     LLMGW_CONTROLLER_LOST_AFTER: '5m',
   };
-  const controller = fromSource ? spawnTs('apps/controller/src/main.ts', [], controllerEnv) : spawnBuilt('dist/apps/controller/main.js', controllerEnv);
+  const nodeFlags = (values['node-flags'] ?? '').split(/\s+/).filter((f) => f !== '');
+  const controller = fromSource ? spawnTs('apps/controller/src/main.ts', [], controllerEnv, nodeFlags) : spawnBuilt('dist/apps/controller/main.js', controllerEnv, nodeFlags);
   let http = '';
   let grpc = '';
   lines(controller, (line) => {
@@ -649,9 +654,9 @@ async function main(): Promise<void> {
   process.stdout.write(`${rssLine}\n`);
 
   if (values['no-write']) return;
-  const flags = [fromSource ? '--source' : '', plaintext ? '--plaintext' : ''].filter(Boolean).join(' ');
+  const flags = [fromSource ? '--source' : '', plaintext ? '--plaintext' : '', nodeFlags.length > 0 ? `--node-flags="${nodeFlags.join(' ')}"` : ''].filter(Boolean).join(' ');
   const md = [
-    `Command: \`npm run bench:control-plane${flags ? ` -- ${flags}` : ''}\` (= \`node tools/run.cjs tools/bench/control-plane.bench.ts${flags ? ` ${flags}` : ''}\`); the controller ${fromSource ? 'runs from TypeScript through the SWC loader (tools/run.cjs)' : 'runs built: \`node dist/apps/controller/main.js\`, no TypeScript loader'}; gRPC ${plaintext ? 'in plaintext (LLMGW_GRPC_INSECURE=true)' : 'over TLS (an ECDSA P-256 certificate the agents and routers verify), as deployed'}.`,
+    `Command: \`npm run bench:control-plane${flags ? ` -- ${flags}` : ''}\` (= \`node tools/run.cjs tools/bench/control-plane.bench.ts${flags ? ` ${flags}` : ''}\`); the controller ${fromSource ? 'runs from TypeScript through the SWC loader (tools/run.cjs)' : 'runs built: \`node dist/apps/controller/main.js\`, no TypeScript loader'}${nodeFlags.length > 0 ? `, with the Node flags ${nodeFlags.map((f) => `\`${f}\``).join(' ')}` : ''}; gRPC ${plaintext ? 'in plaintext (LLMGW_GRPC_INSECURE=true)' : 'over TLS (an ECDSA P-256 certificate the agents and routers verify), as deployed'}.`,
     '',
     `Machine: ${machineLine(os.cpus(), os.totalmem())}.`,
     '',
