@@ -3,7 +3,8 @@
 // apps/<app>/src/main.ts`, the SWC loader), in one run. Each start gets a fresh data folder
 // (SQLite created and migrated where the app has a store) and the settings the built-apps e2e
 // starts it with: router in static mode, controller with both gRPC tokens, catalog API, agent
-// without a controller; every port 0. Starts alternate built/source so drift hits both alike.
+// without a controller; every port 0; gRPC over TLS (a CA and certificate made for the run, as
+// `llmgw certs` would). Starts alternate built/source so drift hits both alike.
 // Usage: node tools/run.cjs tools/bench/startup.bench.ts [--runs 5] [--apps router,controller,catalog,agent] [--no-build] [--no-write]
 // Builds the apps through Nx first (from its cache when nothing changed) unless --no-build.
 // Writes its section of docs/benchmarks.md unless --no-write.
@@ -12,7 +13,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import * as os from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { repoRoot, runTsEntry, spawnProcess, stopAllSpawned } from '@llmgw/testing';
+import { createTestPki, grpcTlsEnv, repoRoot, runTsEntry, spawnProcess, stopAllSpawned } from '@llmgw/testing';
 import { machineLine, percentile, printTable, writeSection } from './bench-report';
 
 /** Each server app: its Nx project, its dist folder and source entry, and the settings it needs. */
@@ -50,8 +51,8 @@ if (!Number.isInteger(RUNS) || RUNS < 1 || RUNS > 50) throw new Error(`--runs: e
 const APP_LIST = args.apps.split(',').map((a) => a.trim());
 for (const app of APP_LIST) if (!(app in APPS)) throw new Error(`--apps: unknown app '${app}' (expected some of ${Object.keys(APPS).join(', ')})`);
 
-/** Starts `app` once in `mode` with a fresh data folder; ms from spawn to the first /readyz 200. */
-async function startOnce(app: App, mode: Mode): Promise<number> {
+/** Starts `app` once in `mode` with a fresh data folder and `tls` settings; ms from spawn to the first /readyz 200. */
+async function startOnce(app: App, mode: Mode, tls: Record<string, string>): Promise<number> {
   const dir = mkdtempSync(join(os.tmpdir(), `llmgw-bench-startup-${app}-`));
   const entry = mode === 'built' ? { command: process.execPath, args: [join(repoRoot(), 'dist', 'apps', app, 'main.js')] } : runTsEntry(`apps/${app}/src/main.ts`);
   try {
@@ -61,7 +62,7 @@ async function startOnce(app: App, mode: Mode): Promise<number> {
       cwd: repoRoot(),
       name: `llmgw-${app} (${mode})`,
       cleanEnv: true,
-      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: dir, LLMGW_DATA_DIR: join(dir, 'data'), ...APPS[app].env },
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: dir, LLMGW_DATA_DIR: join(dir, 'data'), ...tls, ...APPS[app].env },
       readyWhen: {
         stdoutMatch: new RegExp(`llmgw-${app} listening on (http://127\\.0\\.0\\.1:\\d+)`),
         check: async (p) => (await fetch(`${p.readyMatch?.[1]}/readyz`, { signal: AbortSignal.timeout(2_000) })).status === 200,
@@ -90,13 +91,15 @@ async function main(): Promise<void> {
     });
     if (build.status !== 0) throw new Error('nx run-many -t build failed');
   }
+  const pki = await createTestPki();
+  const tls = grpcTlsEnv(pki);
   const times = new Map<string, number[]>();
   for (const app of APP_LIST as App[]) {
     for (let run = 0; run < RUNS; run++) {
       // Alternate which mode goes first, so neither always starts right after the other.
       const order = run % 2 === 0 ? MODES : [...MODES].reverse();
       for (const mode of order) {
-        const ms = await startOnce(app, mode);
+        const ms = await startOnce(app, mode, tls);
         const key = `${app}/${mode}`;
         times.set(key, [...(times.get(key) ?? []), ms]);
         process.stdout.write(`${key} run ${run + 1}: ${ms.toFixed(0)} ms\n`);
@@ -104,6 +107,7 @@ async function main(): Promise<void> {
     }
   }
   const load1 = os.loadavg()[0];
+  rmSync(pki.dir, { recursive: true, force: true });
 
   const fmt = (ms: number) => ms.toFixed(0);
   const rows: string[][] = [['app', 'runs', 'built min', 'built median', 'built max', 'source min', 'source median', 'source max', 'built ÷ source (median)']];
@@ -129,7 +133,7 @@ async function main(): Promise<void> {
     '',
     `Machine: ${machineLine(os.cpus(), os.totalmem())}. Load average (1 min) ${load0.toFixed(1)} at start, ${load1.toFixed(1)} at end: the machine is shared, so waiting for a core is part of these times.`,
     '',
-    "Milliseconds from `spawn` to the first `GET /readyz` answered 200 (the probe polls every 20 ms after the app's `listening` line), each start with a fresh data folder, so the controller and the catalog API create and migrate their SQLite database every time. Built: `node dist/apps/<app>/main.js` (plain Node, as the images and the systemd unit run it). Source: `node tools/run.cjs apps/<app>/src/main.ts` (the SWC loader compiles the TypeScript as it loads). Settings as the built-apps e2e gives them: the router in static mode (no controller), the controller with its two gRPC tokens, the agent without a controller; ports 0. Starts alternate built and source.",
+    "Milliseconds from `spawn` to the first `GET /readyz` answered 200 (the probe polls every 20 ms after the app's `listening` line), each start with a fresh data folder, so the controller and the catalog API create and migrate their SQLite database every time. Built: `node dist/apps/<app>/main.js` (plain Node, as the images and the systemd unit run it). Source: `node tools/run.cjs apps/<app>/src/main.ts` (the SWC loader compiles the TypeScript as it loads). Settings as the built-apps e2e gives them: the router in static mode (no controller), the controller with its two gRPC tokens, the agent without a controller; ports 0; gRPC over TLS with a CA and certificate made for the run. Starts alternate built and source.",
     '',
     `| ${rows[0].join(' | ')} |`,
     `|${rows[0].map(() => '---').join('|')}|`,
