@@ -14,7 +14,7 @@ import { callAuthInterceptor, GrpcCallAuthenticator } from './grpc/grpc-auth';
 import type { NestMicroservice } from '@nestjs/microservices';
 import { AGENT_CONNECT, AgentGrpcController, ROUTER_CALLS, RouterGrpcController } from './grpc/grpc.controllers';
 import { GrpcExceptionFilter } from './grpc/grpc-errors';
-import { ControllerGrpcTransport } from './grpc/grpc.transport';
+import { ControllerGrpcTransport, freeTcpPort } from './grpc/grpc.transport';
 
 /** What llmgw-controller is built from: its validated config, its logger and its metrics registry. */
 export interface ControllerModuleOptions {
@@ -60,7 +60,7 @@ class ControlPlaneLifecycle implements BeforeApplicationShutdown, OnApplicationS
 export async function serveControllerGrpc(app: INestApplication, config: ControllerConfig, logger: Logger): Promise<ControllerGrpcTransport> {
   const transport = new ControllerGrpcTransport({
     host: config.host,
-    port: config.grpcPort,
+    port: config.grpcPort === 0 ? await freeTcpPort(config.host) : config.grpcPort,
     credentials: grpcServerCredentials(config.grpc),
     interceptors: [callAuthInterceptor(new GrpcCallAuthenticator({ agent: config.joinToken, router: config.routerToken }), logger)],
     closeGraceMs: 1_000,
@@ -74,7 +74,7 @@ export async function serveControllerGrpc(app: INestApplication, config: Control
     await app.startAllMicroservices();
   } catch (error) {
     await app.close();
-    throw error;
+    throw new Error(`gRPC cannot listen on ${config.host}:${transport.port} (LLMGW_CONTROLLER_GRPC_PORT): ${error instanceof Error ? error.message : String(error)}`);
   }
   const host = config.host.includes(':') ? `[${config.host}]` : config.host;
   const detail = grpcSecurity(config.grpc, 'server');

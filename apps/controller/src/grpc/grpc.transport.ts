@@ -1,4 +1,5 @@
-import { Server, ServerCredentials, type ServerInterceptor } from '@grpc/grpc-js';
+import { createServer } from 'node:net';
+import type { ServerCredentials, ServerInterceptor } from '@grpc/grpc-js';
 import { ServerGrpc } from '@nestjs/microservices';
 import { AgentServiceService } from '@llmgw/proto';
 import { ROUTER_SERVICE_DEFINITION } from './router.calls';
@@ -22,7 +23,7 @@ const GRPC_MAX_SEND_BYTES = 64 * 1024 * 1024;
 
 export interface ControllerGrpcTransportOptions {
   readonly host: string;
-  /** 0 = any free port; {@link ControllerGrpcTransport.port} says which after listening. */
+  /** The port to bind: a real one (resolve 0 first with {@link freeTcpPort}). */
   readonly port: number;
   readonly credentials: ServerCredentials;
   /** Run on every call before its first message is read (the credential check). */
@@ -31,59 +32,52 @@ export interface ControllerGrpcTransportOptions {
   readonly closeGraceMs: number;
 }
 
+/** A TCP port free on `host` now (what port 0 means for the gRPC listener; Nest's transport does not say which port it bound). */
+export function freeTcpPort(host: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = createServer();
+    probe.once('error', reject);
+    probe.listen(0, host, () => {
+      const address = probe.address();
+      probe.close(() => (typeof address === 'object' && address !== null ? resolve(address.port) : reject(new Error(`no free port on ${host}`))));
+    });
+  });
+}
+
 /**
- * Nest's gRPC transport for the controller (a custom strategy on `@nestjs/microservices`'
- * ServerGrpc): the same server, handlers, guards and filters, plus three things the stock one
- * lacks: it keeps the port it bound (port 0 in tests, and the "listening" log line), it runs the
- * call interceptors grpc-js offers before a message is decoded, and it closes gracefully within
- * a deadline (routers' Watch streams never end on their own, so a plain graceful shutdown would
- * wait forever, and a forced one would cut agents before their last results arrive).
+ * Nest's gRPC transport for the controller: `@nestjs/microservices`' ServerGrpc, which creates
+ * and binds the grpc-js server and adds the services, given the credentials, the keepalive and
+ * message limits, and the call interceptors grpc-js runs before a message is decoded. One thing
+ * is its own: closing is graceful within a deadline, then forced (routers' Watch streams never
+ * end on their own, so a plain graceful shutdown would wait forever, and a forced one would cut
+ * agents before their last results arrive).
  */
 export class ControllerGrpcTransport extends ServerGrpc {
-  private boundPort: number | undefined;
-  private server: Server | undefined;
-
   constructor(private readonly settings: ControllerGrpcTransportOptions) {
     super({
       package: GRPC_PACKAGE,
       packageDefinition: GRPC_PACKAGE_DEFINITION,
       url: settings.host.includes(':') ? `[${settings.host}]:${settings.port}` : `${settings.host}:${settings.port}`,
+      credentials: settings.credentials,
+      maxReceiveMessageLength: GRPC_MAX_RECEIVE_BYTES,
+      maxSendMessageLength: GRPC_MAX_SEND_BYTES,
+      // Agents and routers hold long streams; a dead peer is found by keepalive pings.
+      keepalive: { keepaliveTimeMs: 30_000, keepaliveTimeoutMs: 10_000, keepalivePermitWithoutCalls: 1, http2MinPingIntervalWithoutDataMs: 10_000 },
+      // grpc-js server options pass through Nest's channel options (its typings know channel options only).
+      channelOptions: { interceptors: [...settings.interceptors] } as Record<string, unknown>,
     });
   }
 
   /** The bound port, once listening. */
-  get port(): number | undefined {
-    return this.boundPort;
-  }
-
-  /** Creates and binds the grpc-js server (Nest then adds the services to it). */
-  override async createClient(): Promise<Server> {
-    const server = new Server({
-      // Agents and routers hold long streams; a dead peer is found by keepalive pings.
-      'grpc.keepalive_time_ms': 30_000,
-      'grpc.keepalive_timeout_ms': 10_000,
-      'grpc.keepalive_permit_without_calls': 1,
-      'grpc.http2.min_ping_interval_without_data_ms': 10_000,
-      'grpc.max_receive_message_length': GRPC_MAX_RECEIVE_BYTES,
-      'grpc.max_send_message_length': GRPC_MAX_SEND_BYTES,
-      interceptors: [...this.settings.interceptors],
-    });
-    this.boundPort = await new Promise<number>((resolve, reject) => {
-      server.bindAsync(this.url, this.settings.credentials, (error, bound) => {
-        if (error) reject(new Error(`gRPC cannot listen on ${this.url}: ${error.message}`));
-        else resolve(bound);
-      });
-    });
-    this.server = server;
-    return server;
+  get port(): number {
+    return this.settings.port;
   }
 
   /** Stops taking calls and ends open streams: graceful for the configured grace, then forced. */
   override async close(): Promise<void> {
-    const server = this.server;
-    this.server = undefined;
+    const server = this.grpcClient as { tryShutdown(cb: () => void): void; forceShutdown(): void } | null;
     this.grpcClient = null;
-    if (server === undefined) return;
+    if (server === null || server === undefined) return;
     await new Promise<void>((resolve) => {
       const timer = setTimeout(() => {
         server.forceShutdown();
