@@ -83,7 +83,7 @@ describe('describeProcess', () => {
 describe('readProcessTable on the real /proc', () => {
   it('sees a real grandchild that lives in its own process group', async () => {
     // A shell that starts a detached sleeper, like an agent starting an engine.
-    const parent = spawn(process.execPath, ['-e', "require('child_process').spawn('sleep', ['30'], { detached: true, stdio: 'ignore' }); setInterval(() => {}, 1000)"], { stdio: 'ignore' });
+    const parent = spawn(process.execPath, ['-e', "require('child_process').spawn('sleep', ['120'], { detached: true, stdio: 'ignore' }); setInterval(() => {}, 1000)"], { stdio: 'ignore' });
     try {
       const tracker = new ProcessTreeTracker();
       tracker.addRoot(parent.pid as number);
