@@ -148,7 +148,7 @@ export class ControlPlane implements AgentStreamHandler {
       },
       logger,
     );
-    this.persister = new StatePersister(store, this.nodes, this.replicas, this.usage, () => this.leadership.fence(), logger);
+    this.persister = new StatePersister(store, this.nodes, this.replicas, this.usage, () => this.leadership.fence(), logger, (id) => this.forgetting.has(id));
     this.nodes.onChange((change) => this.nodeChanged(change));
     this.replicas.onChange(() => this.publisher.schedule());
     this.catalog.onSwap(() => {
@@ -501,6 +501,9 @@ export class ControlPlane implements AgentStreamHandler {
     this.forgotten.set(nodeId, (this.forgotten.get(nodeId) ?? 0) + 1);
     try {
       await Promise.allSettled([...(this.checking.get(nodeId) ?? [])]);
+      // A flush that took this node's record before the forget began would write it back after
+      // the removal; later flushes skip it while it is being forgotten.
+      await this.persister.idle();
       await this.options.store.nodes.remove(nodeId);
     } finally {
       this.forgetting.delete(nodeId);

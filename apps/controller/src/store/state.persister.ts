@@ -29,8 +29,15 @@ export class StatePersister {
     private readonly usage: UsageTracker,
     private readonly fence: () => Fence,
     logger: Logger,
+    /** Nodes whose record is being removed (`nodes forget`): never written meanwhile. */
+    private readonly removing: (nodeId: string) => boolean = () => false,
   ) {
     this.log = logger.child({ context: 'StatePersister' });
+  }
+
+  /** Resolves when no flush is running (one that started earlier may still write any node). */
+  async idle(): Promise<void> {
+    await this.running;
   }
 
   /** One flush (or the one already running). Never rejects. `replicas: false` = a standby's flush (usage only). */
@@ -50,6 +57,11 @@ export class StatePersister {
     for (let i = 0; i < ids.length; i++) {
       const entry = this.nodes.get(ids[i]);
       if (!entry) continue;
+      if (this.removing(ids[i])) {
+        // Kept for a later flush, in case the removal fails and the node stays.
+        this.nodes.markDirty([ids[i]]);
+        continue;
+      }
       try {
         await this.store.nodes.upsert(nodeRecordOf(entry));
       } catch (error) {
