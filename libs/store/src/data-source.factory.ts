@@ -17,10 +17,16 @@ export interface StoreConnectionOptions {
 }
 
 /**
- * A TypeORM DataSource (not yet initialised) for `LLMGW_DATABASE_URL`: node-sqlite3 in WAL
- * mode with a busy timeout (`PRAGMA journal_mode = WAL`, `PRAGMA busy_timeout`, set by TypeORM
- * on the connection it opens) for `sqlite:<path>`, a pg pool for `postgres://…`. The schema is
- * only ever changed by the migrations ({@link migrate}); synchronisation is off.
+ * A TypeORM DataSource (not yet initialised) for `LLMGW_DATABASE_URL`: node-sqlite3 with a
+ * busy timeout (`PRAGMA busy_timeout`, set by TypeORM on the connection it opens) for
+ * `sqlite:<path>`, a pg pool for `postgres://…`. The schema is only ever changed by the
+ * migrations ({@link migrate}); synchronisation is off.
+ *
+ * WAL mode is not TypeORM's to set ({@link enableWal} does it once the connection is open):
+ * TypeORM runs `PRAGMA journal_mode = WAL` before `PRAGMA busy_timeout`, and switching a new
+ * database to WAL needs its exclusive lock, so two processes opening one fresh file at the same
+ * moment (two controllers on one SQLite file, a catalog API beside a controller) could fail at
+ * once with SQLITE_BUSY instead of waiting their turn.
  */
 export function createDataSource(url: string | DatabaseLocation, options: StoreConnectionOptions = {}): DataSource {
   const location = typeof url === 'string' ? parseDatabaseUrl(url) : url;
@@ -30,7 +36,7 @@ export function createDataSource(url: string | DatabaseLocation, options: StoreC
       ...common,
       type: 'sqlite',
       database: location.path,
-      enableWAL: location.path !== ':memory:',
+      enableWAL: false,
       busyTimeout: options.busyTimeoutMs ?? 5_000,
       driver: quietSqlite3(),
     });
@@ -70,6 +76,33 @@ function quietSqlite3(): typeof import('sqlite3') {
   const sqlite3 = DRIVERS.sqlite();
   const quiet: typeof import('sqlite3') = Object.create(sqlite3, { verbose: { value: () => quiet } });
   return quiet;
+}
+
+/**
+ * Puts an open SQLite database in WAL mode (readers never wait for the writer). Nothing for
+ * `:memory:`, which has no log. SQLite answers SQLITE_BUSY to the switch at once, busy timeout or
+ * not, while another connection holds the file (it will not wait where waiting could deadlock),
+ * so a busy answer is retried every `retryMs` for up to `waitMs`. Throws when SQLite stays busy
+ * that long, or answers another mode (a filesystem without shared memory, for one).
+ */
+export async function enableWal(
+  query: (sql: string) => Promise<{ rows: readonly Record<string, unknown>[] }>,
+  location: DatabaseLocation,
+  { waitMs = 5_000, retryMs = 10 }: { waitMs?: number; retryMs?: number } = {},
+): Promise<void> {
+  if (location.kind !== 'sqlite' || location.path === ':memory:') return;
+  const deadline = Date.now() + waitMs;
+  for (;;) {
+    try {
+      const { rows } = await query('PRAGMA journal_mode = WAL');
+      const mode = String(rows[0]?.['journal_mode'] ?? '');
+      if (mode.toLowerCase() !== 'wal') throw new Error(`SQLite did not switch ${location.path} to WAL mode (it answered '${mode}')`);
+      return;
+    } catch (error) {
+      if (!/SQLITE_BUSY/.test(String((error as Error).message)) || Date.now() >= deadline) throw error;
+      await new Promise((resolve) => setTimeout(resolve, retryMs));
+    }
+  }
 }
 
 /**

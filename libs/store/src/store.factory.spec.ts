@@ -22,6 +22,24 @@ describe('openStore', () => {
     }
   });
 
+  it('opens one new SQLite file from several connections at once, each in WAL mode (no SQLITE_BUSY)', async () => {
+    // Two controllers (or a catalog API beside a controller) starting together on one file: the
+    // switch to WAL needs the file alone and SQLite answers BUSY at once, busy timeout or not.
+    const dir = mkdtempSync(join(tmpdir(), 'llmgw-store-'));
+    try {
+      for (let round = 0; round < 20; round++) {
+        const url = `sqlite:${join(dir, `race-${round}.db`)}`;
+        const stores = await Promise.all([openStore(url), openStore(url), openStore(url)]);
+        for (const store of stores) {
+          expect((await store.database.query('PRAGMA journal_mode')).rows).toEqual([{ journal_mode: 'wal' }]);
+          await store.close();
+        }
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('syncs the SQLite WAL at checkpoints, not on every commit (synchronous NORMAL)', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'llmgw-store-'));
     try {

@@ -4,7 +4,7 @@ import { TypeormAdminTokenRepository } from './admin-token.repository';
 import { TypeormApiKeyRepository } from './api-key.repository';
 import { TypeormKeyUsageRepository } from './key-usage.repository';
 import { TypeormCatalogRepository } from './catalog.repository';
-import { checkSqliteVersion, createDataSource, migrate, prepareLocation, type StoreConnectionOptions } from './data-source.factory';
+import { checkSqliteVersion, createDataSource, enableWal, migrate, prepareLocation, type StoreConnectionOptions } from './data-source.factory';
 import { StoreDatabase, type Dialect } from './database.client';
 import { parseDatabaseUrl, redactDatabaseUrl } from './database-url.parser';
 import { TypeormEventRepository } from './event.repository';
@@ -62,6 +62,7 @@ export async function openStore(url: string, options: StoreOptions = {}): Promis
     if (database.dialect === 'sqlite') {
       const { rows } = await database.query('SELECT sqlite_version() AS version');
       checkSqliteVersion(String(rows[0]?.version));
+      await enableWal((sql) => database.query(sql), location, { waitMs: options.busyTimeoutMs ?? 5_000 });
       // In WAL mode NORMAL syncs the log at checkpoints, not on every commit: an application
       // crash loses nothing, a power cut may lose the newest commits but never corrupts the
       // file. better-sqlite3's build made it the WAL default (SQLITE_DEFAULT_WAL_SYNCHRONOUS=1);
