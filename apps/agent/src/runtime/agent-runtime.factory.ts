@@ -7,6 +7,7 @@ import { EngineRecordRepository } from '../state/engine-record.repository';
 import { loadOrCreateNodeId } from '../state/node-id.store';
 import { NodeSecretStore } from '../state/node-secret.store';
 import type { ProgramPrefix } from '../supervision/engine-launch.planner';
+import { ephemeralPortRange, pickPortInRange, rangesOverlap } from '../supervision/free-port.picker';
 import { SupervisorService } from '../supervision/supervisor.service';
 import { PolicyHttpClient, type HttpClient } from '../weights/http.client';
 import { SourcePolicy } from '../weights/source.policy';
@@ -66,6 +67,13 @@ export function createAgentRuntime(options: CreateAgentRuntimeOptions): CreatedA
     logger.info({ vllm: o.vllmBinary, llamaServer: llamaServerBinary }, 'engine programs');
   }
 
+  const ephemeral = ephemeralPortRange();
+  if (ephemeral && rangesOverlap(ephemeral, o.enginePorts)) {
+    logger.warn(
+      { enginePorts: `${o.enginePorts.first}-${o.enginePorts.last}`, ephemeralPorts: `${ephemeral.first}-${ephemeral.last}` },
+      'LLMGW_AGENT_ENGINE_PORTS overlaps the kernel ephemeral port range: an outgoing connection may take an engine port before the engine binds it, and the replica fails until it is placed again',
+    );
+  }
   const records = new EngineRecordRepository(o.stateDir);
   const policy = new SourcePolicy(o.sourcePolicy);
   logger.info(
@@ -102,7 +110,14 @@ export function createAgentRuntime(options: CreateAgentRuntimeOptions): CreatedA
       engineEnv,
       launch: { cacheDir, engineHost: o.engineHost, vllmBinary: o.vllmBinary, llamaServerBinary, ...(simEngine && { simEngine }) },
     },
-    { records, weights: fetcher, policy, logger: logger.child({ context: 'SupervisorService' }), now: () => Date.now() },
+    {
+      records,
+      weights: fetcher,
+      policy,
+      logger: logger.child({ context: 'SupervisorService' }),
+      now: () => Date.now(),
+      pickPort: (host) => pickPortInRange(host, o.enginePorts, Math.random),
+    },
   );
   const collector = new WeightsCollector({
     cacheDir,

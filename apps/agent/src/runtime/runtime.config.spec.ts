@@ -15,6 +15,7 @@ describe('agent runtime settings', () => {
       controllers: ['127.0.0.1:8082'],
       advertiseAddress: '127.0.0.1',
       engineHost: '127.0.0.1',
+      enginePorts: { first: 20_000, last: 29_999 },
       restartLimit: 5,
       hfEndpoint: 'https://huggingface.co',
     });
@@ -30,6 +31,7 @@ describe('agent runtime settings', () => {
       LLMGW_AGENT_JOIN_TOKEN: 'tok-0123456789abcdef',
       LLMGW_AGENT_ADVERTISE_ADDRESS: 'gpu-7.lan',
       LLMGW_AGENT_ENGINE_HOST: '0.0.0.0',
+      LLMGW_AGENT_ENGINE_PORTS: '40000-40999',
       LLMGW_AGENT_ENGINE_OVERRIDE: 'sim',
       LLMGW_AGENT_RESTART_BACKOFF: '1s',
       LLMGW_AGENT_RESTART_BACKOFF_MAX: '1m',
@@ -42,6 +44,7 @@ describe('agent runtime settings', () => {
       joinToken: 'tok-0123456789abcdef',
       advertiseAddress: 'gpu-7.lan',
       engineHost: '0.0.0.0',
+      enginePorts: { first: 40_000, last: 40_999 },
       engineOverride: 'sim',
       restartBackoffMs: 1_000,
       restartBackoffMaxMs: 60_000,
@@ -62,16 +65,18 @@ describe('agent runtime settings', () => {
         HF_ENDPOINT: 'ftp://x',
         LLMGW_AGENT_JOIN_TOKEN: 'super-secret',
         LLMGW_AGENT_RESTART_LIMIT: '-1',
+        LLMGW_AGENT_ENGINE_PORTS: '30000-20000',
       });
     } catch (e) {
       error = e;
     }
     expect(error).toBeInstanceOf(ConfigError);
     const message = (error as ConfigError).message;
-    for (const v of ['LLMGW_AGENT_CONTROLLERS', 'LLMGW_AGENT_ADVERTISE_ADDRESS', 'LLMGW_AGENT_ENGINE_OVERRIDE', 'LLMGW_AGENT_NODE_ID', 'HF_ENDPOINT', 'LLMGW_AGENT_RESTART_LIMIT']) {
+    for (const v of ['LLMGW_AGENT_CONTROLLERS', 'LLMGW_AGENT_ADVERTISE_ADDRESS', 'LLMGW_AGENT_ENGINE_OVERRIDE', 'LLMGW_AGENT_NODE_ID', 'HF_ENDPOINT', 'LLMGW_AGENT_RESTART_LIMIT', 'LLMGW_AGENT_ENGINE_PORTS']) {
       expect(message).toContain(v);
     }
     expect(message).toContain('wildcard address routers cannot reach');
+    expect(message).toContain('the first port 30000 is above the last 20000');
     expect(message).not.toContain('super-secret');
   });
 

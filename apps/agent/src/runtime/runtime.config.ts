@@ -4,6 +4,7 @@ import { inNetwork, parseIp, parseIpNetwork, refusedAddressRange, type IpNetwork
 import { env, envVar, type DeepReadonly, type EnvParse } from '@llmgw/config';
 import { controllerAddressProblem } from '../connection/controller-address.parser';
 import { isValidNodeId } from '../state/node-id.store';
+import { DEFAULT_ENGINE_PORTS, parsePortRange, type PortRange } from '../supervision/free-port.picker';
 import { SOURCE_SCHEMES, type SourcePolicySettings, type SourceScheme } from '../weights/source.policy';
 
 /** Variables engines inherit from the agent unless LLMGW_AGENT_ENGINE_ENV says otherwise (`*` ends a prefix). */
@@ -81,6 +82,11 @@ export const AGENT_RUNTIME_ENV = {
   LLMGW_AGENT_ADVERTISE_ADDRESS: envVar(parseAdvertise, { default: '127.0.0.1' }),
   /** Address engines bind to; default the advertise address. */
   LLMGW_AGENT_ENGINE_HOST: env.host({ optional: true }),
+  /**
+   * Ports engines and Ray heads get, `FIRST-LAST`; default 20000-29999, below the kernel's
+   * ephemeral range so that no outgoing connection takes a picked port before its engine binds it.
+   */
+  LLMGW_AGENT_ENGINE_PORTS: envVar(parsePortRange, { default: DEFAULT_ENGINE_PORTS }),
   /** First and longest reconnect delay (jittered exponential backoff between them). */
   LLMGW_AGENT_RECONNECT_MIN: env.duration({ default: '500ms' }),
   LLMGW_AGENT_RECONNECT_MAX: env.duration({ default: '30s' }),
@@ -160,6 +166,7 @@ export interface RuntimeOptions {
   readonly nodeId?: string;
   readonly advertiseAddress: string;
   readonly engineHost: string;
+  readonly enginePorts: PortRange;
   readonly controllers: readonly string[];
   readonly joinToken?: string;
   readonly reconnect: { readonly minMs: number; readonly maxMs: number };
@@ -190,6 +197,7 @@ export function runtimeOptions(e: DeepReadonly<RuntimeEnv>, dataDir: string): Ru
     ...(e.LLMGW_AGENT_NODE_ID !== undefined && { nodeId: e.LLMGW_AGENT_NODE_ID }),
     advertiseAddress: e.LLMGW_AGENT_ADVERTISE_ADDRESS,
     engineHost: e.LLMGW_AGENT_ENGINE_HOST ?? e.LLMGW_AGENT_ADVERTISE_ADDRESS,
+    enginePorts: e.LLMGW_AGENT_ENGINE_PORTS,
     controllers: e.LLMGW_AGENT_CONTROLLERS,
     ...(e.LLMGW_AGENT_JOIN_TOKEN !== undefined && { joinToken: e.LLMGW_AGENT_JOIN_TOKEN }),
     reconnect: { minMs: e.LLMGW_AGENT_RECONNECT_MIN, maxMs: e.LLMGW_AGENT_RECONNECT_MAX },

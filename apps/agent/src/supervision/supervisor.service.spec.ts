@@ -6,7 +6,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { SILENT_LOGGER } from '../runtime/agent.logger';
 import { EngineRecordRepository } from '../state/engine-record.repository';
 import { SourcePolicy } from '../weights/source.policy';
-import { pickFreePort } from './free-port.picker';
+import { DEFAULT_ENGINE_PORTS, pickPortInRange } from './free-port.picker';
 import type { ReplicaSnapshot, ReplicaSpec } from './replica.model';
 import type { SupervisionSettings } from './replica.supervisor';
 import { SupervisorService } from './supervisor.service';
@@ -57,7 +57,7 @@ describe('SupervisorService ports of multi-node replicas', () => {
       logger: SILENT_LOGGER,
       now: () => Date.now(),
       policy: new SourcePolicy({ schemes: [], allowNets: [], dirs: [root] }),
-      ...(pickPort && { pickPort }),
+      pickPort: pickPort ?? ((host) => pickPortInRange(host, DEFAULT_ENGINE_PORTS, Math.random)),
     });
     return service;
   }
@@ -120,7 +120,7 @@ describe('SupervisorService ports of multi-node replicas', () => {
 
   it('keeps a rendezvous address the controller names, and reports none on other members or single-node replicas', async () => {
     const s = create();
-    const known = await pickFreePort('127.0.0.1');
+    const known = await pickPortInRange('127.0.0.1', DEFAULT_ENGINE_PORTS, Math.random);
     expect(await s.start(leaderSpec('r-1', { leaderAddress: `10.0.0.1:${known}` }))).toMatchObject({ ok: true });
     expect(await s.start(leaderSpec('r-2', { rank: 1, leaderAddress: `10.0.0.1:${known}` }))).toMatchObject({ ok: true });
     expect(await s.start(leaderSpec('r-3', { members: [], tensorParallel: 2, pipelineParallel: 1 }))).toMatchObject({ ok: true });

@@ -3,7 +3,6 @@ import { errorMessage, type AgentLogger } from '../runtime/agent.logger';
 import type { EngineRecordRepository } from '../state/engine-record.repository';
 import { SourceRefusedError, type SourcePolicy } from '../weights/source.policy';
 import { picksRendezvousPort, planReplicaLaunch, rendezvousPortOf, withRendezvousPort } from './engine-launch.planner';
-import { pickFreePort } from './free-port.picker';
 import { isValidReplicaId, type ReplicaSnapshot, type ReplicaSpec, type ReplicaStatusEvent } from './replica.model';
 import { ReplicaSupervisor, type SupervisionSettings, type WeightsProvider } from './replica.supervisor';
 
@@ -15,8 +14,11 @@ export interface SupervisorDeps {
   readonly now: () => number;
   /** This node's source and environment policy, applied to every StartReplica before anything runs. */
   readonly policy: SourcePolicy;
-  /** Picks a port for an engine whose request names none. */
-  readonly pickPort?: (host: string) => Promise<number>;
+  /**
+   * Picks a port free on the host for an engine whose request names none, and for a multi-node
+   * rank 0's Ray head (pickPortInRange over LLMGW_AGENT_ENGINE_PORTS in the agent).
+   */
+  readonly pickPort: (host: string) => Promise<number>;
 }
 
 const PORT_PICK_ATTEMPTS = 8;
@@ -212,7 +214,7 @@ export class SupervisorService {
       const rendezvous = rendezvousPortOf(r.spec);
       if (rendezvous !== undefined) inUse.add(rendezvous);
     }
-    const pick = this.deps.pickPort ?? pickFreePort;
+    const pick = this.deps.pickPort;
     for (let i = 0; i < PORT_PICK_ATTEMPTS; i++) {
       const port = await pick(this.settings.launch.engineHost);
       if (inUse.has(port)) continue;
