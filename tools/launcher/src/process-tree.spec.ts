@@ -83,14 +83,25 @@ describe('describeProcess', () => {
 describe('readProcessTable on the real /proc', () => {
   it('sees a real grandchild that lives in its own process group', async () => {
     // A shell that starts a detached sleeper, like an agent starting an engine.
-    const parent = spawn(process.execPath, ['-e', "require('child_process').spawn('sleep', ['120'], { detached: true, stdio: 'ignore' }); setInterval(() => {}, 1000)"], { stdio: 'ignore' });
+    const parent = spawn(process.execPath, ['-e', "require('child_process').spawn('sleep', ['120'], { detached: true, stdio: 'ignore' }); setInterval(() => {}, 1000)"], {
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    // What the parent said and how it ended, for the failure message should the sleeper never show.
+    let stderr = '';
+    let ended = 'running';
+    parent.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    parent.once('exit', (code, signal) => (ended = `exited with ${code ?? signal}`));
     try {
       const tracker = new ProcessTreeTracker();
       tracker.addRoot(parent.pid as number);
       const sleeper = await waitFor(
         () => {
           tracker.refresh();
-          return tracker.alive().find((p) => p.comm === 'sleep');
+          const alive = tracker.alive();
+          const found = alive.find((p) => p.comm === 'sleep');
+          if (found) return found;
+          const children = [...readProcessTable().values()].filter((p) => p.ppid === parent.pid);
+          throw new Error(`parent ${parent.pid} ${ended}; tracked alive ${JSON.stringify(alive)}; its children now ${JSON.stringify(children)}; stderr ${JSON.stringify(stderr.slice(-500))}`);
         },
         { deadlineMs: 60_000, message: 'the detached sleeper' },
       );
