@@ -31,9 +31,15 @@ RUN npm ci --omit=dev --no-audit --no-fund \
  && npm cache clean --force
 
 FROM ${NODE_IMAGE}
+# V8's heap sized for the controller, not for the host: without it Node sizes the heap from the
+# machine's memory (4 GB on a 24 GB host) and lets garbage pile up to several times the live heap
+# before collecting it. 512 MB of old generation is ~7x the live heap at 2,000 nodes x 8 GPUs
+# (docs/benchmarks.md); raise it with NODE_OPTIONS for larger fleets, and keep the container's
+# memory limit (1 GiB in deploy/kubernetes) above it.
 ENV LLMGW_HOST=0.0.0.0 \
     LLMGW_DATA_DIR=/var/lib/llmgw \
-    HOME=/var/lib/llmgw
+    HOME=/var/lib/llmgw \
+    NODE_OPTIONS="--max-old-space-size=512 --max-semi-space-size=4"
 RUN groupadd --system --gid 10001 llmgw \
  && useradd --system --uid 10001 --gid llmgw --home-dir /var/lib/llmgw --shell /usr/sbin/nologin llmgw \
  && install -d -o llmgw -g llmgw -m 0750 /var/lib/llmgw

@@ -9,8 +9,9 @@
 //          [--no-write]
 // The controller runs built (`nx build controller`, plain `node dist/apps/controller/main.js`),
 // as it ships; --source runs it from TypeScript through tools/run.cjs instead, for comparison.
-// --node-flags="..." passes Node/V8 flags to the controller (e.g. the heap sizes Node picks under a
-// container memory limit, which this machine's 24 GB does not impose); the report names them.
+// The built controller gets the Node flags its image sets (NODE_OPTIONS in
+// deploy/container/controller.Dockerfile: V8's heap sizes); --node-flags="..." replaces them
+// (--node-flags= runs it with none, the heap Node sizes from this machine); the report names them.
 // Writes its section of docs/benchmarks.md unless --no-write. The fleet child is this same file
 // run with --role fleet.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
@@ -33,6 +34,7 @@ import {
 } from '@llmgw/proto';
 import { openStore } from '@llmgw/store';
 import { testChannelCredentials, useTestPki } from '@llmgw/testing';
+import { dockerEnv, dockerInstructions } from '../scripts/deploy-checks';
 import { machineLine, percentile, printTable, writeSection } from './bench-report';
 
 const GB = 1e9;
@@ -391,6 +393,11 @@ function spawnTs(file: string, args: string[], env: Record<string, string>, node
   return child;
 }
 
+/** NODE_OPTIONS as the controller's image sets it (deploy/container/controller.Dockerfile). */
+function controllerImageNodeOptions(): string {
+  return dockerEnv(dockerInstructions(readFileSync(join(ROOT, 'deploy', 'container', 'controller.Dockerfile'), 'utf8')))['NODE_OPTIONS'] ?? '';
+}
+
 function spawnBuilt(file: string, env: Record<string, string>, nodeFlags: string[] = []): ChildProcess {
   const child = spawn(process.execPath, [...nodeFlags, join(ROOT, file)], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
   live.push(child);
@@ -458,7 +465,7 @@ async function main(): Promise<void> {
       'no-write': { type: 'boolean', default: false },
       source: { type: 'boolean', default: false },
       plaintext: { type: 'boolean', default: false },
-      'node-flags': { type: 'string', default: '' },
+      'node-flags': { type: 'string' },
       window: { type: 'string' },
     },
   });
@@ -525,7 +532,8 @@ async function main(): Promise<void> {
     LLMGW_CONTROLLER_UNREACHABLE_AFTER: '60s',
     LLMGW_CONTROLLER_LOST_AFTER: '5m',
   };
-  const nodeFlags = (values['node-flags'] ?? '').split(/\s+/).filter((f) => f !== '');
+  const imageFlags = !fromSource && values['node-flags'] === undefined;
+  const nodeFlags = (imageFlags ? controllerImageNodeOptions() : (values['node-flags'] ?? '')).split(/\s+/).filter((f) => f !== '');
   const controller = fromSource ? spawnTs('apps/controller/src/main.ts', [], controllerEnv, nodeFlags) : spawnBuilt('dist/apps/controller/main.js', controllerEnv, nodeFlags);
   let http = '';
   let grpc = '';
@@ -654,9 +662,9 @@ async function main(): Promise<void> {
   process.stdout.write(`${rssLine}\n`);
 
   if (values['no-write']) return;
-  const flags = [fromSource ? '--source' : '', plaintext ? '--plaintext' : '', nodeFlags.length > 0 ? `--node-flags="${nodeFlags.join(' ')}"` : ''].filter(Boolean).join(' ');
+  const flags = [fromSource ? '--source' : '', plaintext ? '--plaintext' : '', values['node-flags'] === undefined ? '' : `--node-flags="${nodeFlags.join(' ')}"`].filter(Boolean).join(' ');
   const md = [
-    `Command: \`npm run bench:control-plane${flags ? ` -- ${flags}` : ''}\` (= \`node tools/run.cjs tools/bench/control-plane.bench.ts${flags ? ` ${flags}` : ''}\`); the controller ${fromSource ? 'runs from TypeScript through the SWC loader (tools/run.cjs)' : 'runs built: \`node dist/apps/controller/main.js\`, no TypeScript loader'}${nodeFlags.length > 0 ? `, with the Node flags ${nodeFlags.map((f) => `\`${f}\``).join(' ')}` : ''}; gRPC ${plaintext ? 'in plaintext (LLMGW_GRPC_INSECURE=true)' : 'over TLS (an ECDSA P-256 certificate the agents and routers verify), as deployed'}.`,
+    `Command: \`npm run bench:control-plane${flags ? ` -- ${flags}` : ''}\` (= \`node tools/run.cjs tools/bench/control-plane.bench.ts${flags ? ` ${flags}` : ''}\`); the controller ${fromSource ? 'runs from TypeScript through the SWC loader (tools/run.cjs)' : 'runs built: \`node dist/apps/controller/main.js\`, no TypeScript loader'}${nodeFlags.length > 0 ? `, with the Node flags ${nodeFlags.map((f) => `\`${f}\``).join(' ')}${imageFlags ? ' (NODE_OPTIONS of its image, deploy/container/controller.Dockerfile)' : ''}` : fromSource ? '' : ', with no Node flags (V8 sizes its heap from this machine)'}; gRPC ${plaintext ? 'in plaintext (LLMGW_GRPC_INSECURE=true)' : 'over TLS (an ECDSA P-256 certificate the agents and routers verify), as deployed'}.`,
     '',
     `Machine: ${machineLine(os.cpus(), os.totalmem())}.`,
     '',

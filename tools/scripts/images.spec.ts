@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parse } from 'yaml';
@@ -128,6 +129,27 @@ describe('deploy/container', () => {
     const named = [...Object.values(composeServices()).map((s) => s.image ?? ''), ...k8sContainers().map((c) => c.image ?? '')].filter((i) => /llmgw/.test(i));
     expect(named.length).toBeGreaterThan(0);
     for (const image of named) expect(IMAGES.map((i) => i.app), image).toContain(llmgwImage(image)?.app);
+  });
+
+  it("the controller image sizes V8's heap itself, with flags Node accepts in NODE_OPTIONS, below the Kubernetes memory limit", () => {
+    const options = dockerEnv(dockerInstructions(read('deploy/container/controller.Dockerfile')))['NODE_OPTIONS'] ?? '';
+    const oldSpace = Number(/--max-old-space-size=(\d+)/.exec(options)?.[1]);
+    expect(oldSpace).toBeGreaterThan(0);
+    expect(options).toMatch(/--max-semi-space-size=\d+/);
+    // Node refuses a flag NODE_OPTIONS may not carry ("is not allowed in NODE_OPTIONS").
+    const run = spawnSync(process.execPath, ['-e', "process.stdout.write(String(require('v8').getHeapStatistics().heap_size_limit))"], {
+      env: { PATH: process.env['PATH'] ?? '', NODE_OPTIONS: options },
+      encoding: 'utf8',
+    });
+    expect(run.stderr).toBe('');
+    expect(Number(run.stdout) / 2 ** 20).toBeLessThan(oldSpace * 1.2);
+    const manifest = parse(read('deploy/kubernetes/10-controller.yaml').split(/^---$/m).find((d) => /kind: Deployment/.test(d)) as string) as {
+      spec: { template: { spec: { containers: { name: string; resources?: { limits?: { memory?: string } } }[] } } };
+    };
+    const limit = manifest.spec.template.spec.containers.map((c) => c.resources?.limits?.memory).find((m) => m !== undefined) as string;
+    const limitMiB = Number(/^(\d+)Gi$/.exec(limit)?.[1]) * 1024 || Number(/^(\d+)Mi$/.exec(limit)?.[1]);
+    // The heap is not all of the process: code, native buffers and the node binary come on top.
+    expect(oldSpace).toBeLessThanOrEqual(limitMiB / 2);
   });
 
   it('reports what an image must not do (the check is not vacuous)', () => {
