@@ -12,3 +12,4 @@ export {
 } from './prometheus-text.parser';
 export { defaultMapping, mappingProblems, resolveMapping } from './engine-mapping.registry';
 export { parseAndRead, readLoad, type ReadLoadOptions } from './engine-load.reader';
+export { MAX_SLOTS, parseLlamaSlots, SlotsParseError, type SlotsLoad } from './llama-slots.parser';
