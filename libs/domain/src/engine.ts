@@ -24,11 +24,14 @@ export interface MetricMapping {
 }
 
 /**
- * An engine's load as read from its metrics. Every field is optional: absent means nobody
- * reported it, which is never the same as 0. `kvUsage` is a fraction in [0, 1].
+ * An engine's load as read from its metrics (and, for llama.cpp, its /slots). Every field is
+ * optional: absent means nobody reported it, which is never the same as 0. `kvUsage` is a
+ * fraction in [0, 1].
  */
 export interface EngineLoad {
   running?: number;
   waiting?: number;
   kvUsage?: number;
+  /** Sequences the engine runs at once, as the engine reports it (llama.cpp: its slot count); ≥ 1. */
+  capacity?: number;
 }

@@ -3,7 +3,7 @@ import { fixturesDir } from '@llmgw/testing';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { defaultMapping, resolveMapping } from './engine-mapping.registry';
-import { parseAndRead, readLoad } from './engine-load.reader';
+import { parseAndRead, readLoad, wantsSlots, withSlots } from './engine-load.reader';
 import { PrometheusParseError, parsePrometheusText } from './prometheus-text.parser';
 
 const FIXTURES = fixturesDir();
@@ -194,5 +194,28 @@ describe('override completeness when reading', () => {
 
   it('a blank mapping reads nothing', () => {
     expect(readLoad(VLLM_V1_TWO_ENGINES, resolveMapping('vllm', { running: 'absent:metric' }))).toEqual({});
+  });
+});
+
+describe('/slots beside /metrics', () => {
+  it.each([
+    ['llama.cpp without KV usage (current builds)', 'llamacpp', { running: 1 }, true],
+    ['llama.cpp with nothing read', 'llamacpp', {}, true],
+    ['llama.cpp with KV usage (older builds, --kv-metric)', 'llamacpp', { running: 1, kvUsage: 0.5 }, false],
+    ['vLLM without KV usage', 'vllm', { running: 1 }, false],
+  ] as const)('wantsSlots: %s → %s', (_name, engine, load, wanted) => {
+    expect(wantsSlots(engine, load)).toBe(wanted);
+  });
+
+  it('the llama.cpp excerpt (no KV gauge) wants /slots', () => {
+    expect(wantsSlots('llamacpp', parseAndRead(LLAMACPP_EXCERPT, 'llamacpp'))).toBe(true);
+  });
+
+  it.each([
+    ['fills running and capacity when /metrics had neither', {}, { running: 3, capacity: 4 }],
+    ["keeps /metrics' running and adds capacity", { running: 2, waiting: 5 }, { running: 2, waiting: 5, capacity: 4 }],
+    ["keeps /metrics' running of 0 (known, not absent)", { running: 0 }, { running: 0, capacity: 4 }],
+  ])('withSlots %s', (_name, load, expected) => {
+    expect(withSlots(load, { running: 3, capacity: 4 })).toEqual(expected);
   });
 });

@@ -1,5 +1,6 @@
 import type { EngineKind, EngineLoad, MetricMapping } from '@llmgw/domain';
 import { resolveMapping } from './engine-mapping.registry';
+import type { SlotsLoad } from './llama-slots.parser';
 import { parsePrometheusText, type MetricFamily, type MetricSample } from './prometheus-text.parser';
 
 export interface ReadLoadOptions {
@@ -95,4 +96,18 @@ export function readLoad(input: string | readonly MetricFamily[], mapping: Metri
 /** Parses `text` and reads it with `engine`'s mapping (after `override`, see resolveMapping). */
 export function parseAndRead(text: string, engine: EngineKind, override?: MetricMapping, opts?: ReadLoadOptions): EngineLoad {
   return readLoad(parsePrometheusText(text), resolveMapping(engine, override), opts);
+}
+
+/**
+ * Whether an endpoint's /slots should be read beside its /metrics reading: llama.cpp only, and
+ * only when that reading has no KV usage (current builds dropped the gauge, so /slots is the one
+ * figure of how full the engine is).
+ */
+export function wantsSlots(engine: EngineKind, load: EngineLoad): boolean {
+  return engine === 'llamacpp' && load.kvUsage === undefined;
+}
+
+/** `load` with /slots' figures added: `capacity` always, `running` only where /metrics had none. */
+export function withSlots(load: EngineLoad, slots: SlotsLoad): EngineLoad {
+  return { ...load, running: load.running ?? slots.running, capacity: slots.capacity };
 }

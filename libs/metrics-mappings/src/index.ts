@@ -11,5 +11,5 @@ export {
   type MetricType,
 } from './prometheus-text.parser';
 export { defaultMapping, mappingProblems, resolveMapping } from './engine-mapping.registry';
-export { parseAndRead, readLoad, type ReadLoadOptions } from './engine-load.reader';
+export { parseAndRead, readLoad, wantsSlots, withSlots, type ReadLoadOptions } from './engine-load.reader';
 export { MAX_SLOTS, parseLlamaSlots, SlotsParseError, type SlotsLoad } from './llama-slots.parser';

@@ -71,6 +71,10 @@ export class EndpointState {
   lastScrape: ScrapeReading | undefined;
   /** When the newest scrape attempt finished and whether it failed. */
   lastScrapeError: string | undefined;
+  /** /slots answered 404 or 501 (llama-server --no-slots): not asked again while this endpoint is listed. */
+  noSlots = false;
+  /** Why the newest /slots read failed; undefined when it answered (or was never asked). */
+  lastSlotsError: string | undefined;
   /** Scrapes in a row that got no answer (connection failed or timed out); any answer resets it. */
   scrapeFailures = 0;
   /** A scrape of this endpoint is running (never two at once). */

@@ -306,7 +306,7 @@ export class RouterMetrics {
     });
     new Gauge({
       name: 'llmgw_router_engine_load',
-      help: 'Engine load from the newest fresh scrape (running, waiting, kv_usage); absent when unknown or stale.',
+      help: 'Engine load from the newest fresh scrape (running, waiting, kv_usage, capacity); absent when unknown or stale.',
       labelNames: ['endpoint', 'field'],
       registers: registersList,
       collect() {
@@ -319,6 +319,7 @@ export class RouterMetrics {
           if (load?.running !== undefined) this.set({ endpoint: e.id, field: 'running' }, load.running);
           if (load?.waiting !== undefined) this.set({ endpoint: e.id, field: 'waiting' }, load.waiting);
           if (load?.kvUsage !== undefined) this.set({ endpoint: e.id, field: 'kv_usage' }, load.kvUsage);
+          if (load?.capacity !== undefined) this.set({ endpoint: e.id, field: 'capacity' }, load.capacity);
         }
       },
     });
