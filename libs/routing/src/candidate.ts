@@ -30,7 +30,7 @@ export interface Candidate {
    * without it (or without `load`) they use the scraped figures as they are.
    */
   readonly inFlightAtScrape?: number;
-  /** Sequences the engine decodes together, when known (for running-vs-capacity). */
+  /** Sequences the engine runs at once, when it reports them (its fresh `load.capacity`; llama.cpp: its slots). */
   readonly maxRunning?: number;
   /** What the endpoint's recent scrapes say of it (see scrapeHealth); absent = no failure recorded (`ok`). */
   readonly scrapeHealth?: ScrapeHealth;

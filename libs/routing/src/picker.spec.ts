@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { Candidate } from './candidate';
-import { DEFAULT_SCORER_WEIGHTS, estimatedLoad, estimatedOccupancy } from './scorers';
+import { DEFAULT_SCORER_WEIGHTS, estimatedLoad, estimatedOccupancy, runningScorer } from './scorers';
 import { buildScorers, EndpointPicker } from './picker';
 
 const seq = (...values: number[]) => {
@@ -192,6 +192,73 @@ describe('EndpointPicker scoring', () => {
         const best = Math.max(...res.scores.map((s) => s.total));
         expect(res.scores.find((s) => s.id === res.chosen.id)?.total).toBeCloseTo(best, 9);
         return true;
+      }),
+    );
+  });
+});
+
+/** A vLLM replica: running from /metrics, no capacity reported. */
+const vllm = (id: string, running: number): Candidate => cand(id, { load: { running, waiting: 0 } });
+/** A llama.cpp replica: running and capacity from /slots. */
+const llama = (id: string, running: number, capacity: number): Candidate => cand(id, { load: { running, capacity }, maxRunning: capacity });
+
+const scores = (...cs: Candidate[]): Record<string, number> => Object.fromEntries(runningScorer.score(cs).map((s, i) => [cs[i].id, s]));
+
+describe('runningScorer on a model served by vLLM and llama.cpp at once', () => {
+  it('a llama.cpp replica with 4 of 4 slots busy scores worse than an idle vLLM replica', () => {
+    const s = scores(llama('l', 4, 4), vllm('v', 0));
+    expect(s.l).toBeLessThan(s.v);
+    expect(s).toEqual({ l: 0, v: 1 });
+  });
+
+  it('a llama.cpp replica with 0 of 4 slots busy scores better than a vLLM replica running 30', () => {
+    const s = scores(llama('l', 0, 4), vllm('v', 30));
+    expect(s.l).toBeGreaterThan(s.v);
+    expect(s).toEqual({ l: 1, v: 0 });
+  });
+
+  it('each llama.cpp replica by its own capacity; vLLM replicas against the largest of the known capacities and their own running', () => {
+    // Known: 2/4 and 3/8. Unknown capacity taken as max(8, 6) = 8.
+    const s = scores(llama('l4', 2, 4), llama('l8', 3, 8), vllm('v2', 2), vllm('v6', 6));
+    expect(s.l4).toBeCloseTo(0.5, 12);
+    expect(s.l8).toBeCloseTo(1 - 3 / 8, 12);
+    expect(s.v2).toBeCloseTo(1 - 2 / 8, 12);
+    expect(s.v6).toBeCloseTo(1 - 6 / 8, 12);
+  });
+
+  it('counts what this router sent since the scrape against the slots', () => {
+    const s = scores(cand('l', { load: { running: 2, capacity: 4 }, maxRunning: 4, inFlight: 3, inFlightAtScrape: 1 }), vllm('v', 0));
+    expect(s.l).toBe(0);
+  });
+
+  it('without a scraped running count, uses the local in-flight count against the capacity', () => {
+    expect(scores(cand('l', { load: { capacity: 4 }, maxRunning: 4, inFlight: 1 }), vllm('v', 0)).l).toBeCloseTo(0.75, 12);
+  });
+
+  it('is unchanged where no capacity is known: min-max over running', () => {
+    expect(scores(vllm('a', 5), vllm('b', 6), vllm('c', 7))).toEqual({ a: 1, b: 0.5, c: 0 });
+  });
+
+  it('is unchanged where every capacity is known: 1 − running/capacity, full or over full is 0', () => {
+    expect(scores(llama('a', 1, 4), llama('b', 6, 4), llama('c', 0, 1))).toEqual({ a: 0.75, b: 0, c: 1 });
+  });
+
+  it.each([0, -1, Number.NaN, Number.POSITIVE_INFINITY])('treats a capacity of %d as unknown', (capacity) => {
+    expect(scores(cand('x', { load: { running: 3 }, maxRunning: capacity }), vllm('v', 1))).toEqual({ x: 0, v: 1 });
+  });
+
+  it('scores every mix within [0, 1] (property)', () => {
+    const arb = fc.record({
+      running: fc.option(fc.nat(300), { nil: undefined }),
+      capacity: fc.option(fc.integer({ min: 1, max: 512 }), { nil: undefined }),
+      inFlight: fc.nat(300),
+    });
+    fc.assert(
+      fc.property(fc.array(arb, { minLength: 1, maxLength: 12 }), (specs) => {
+        const cs = specs.map((p, i) =>
+          cand(String(i), { inFlight: p.inFlight, load: p.running === undefined ? {} : { running: p.running }, ...(p.capacity === undefined ? {} : { maxRunning: p.capacity }) }),
+        );
+        for (const v of runningScorer.score(cs)) expect(v >= 0 && v <= 1).toBe(true);
       }),
     );
   });

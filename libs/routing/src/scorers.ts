@@ -71,18 +71,33 @@ export const queueScorer: Scorer = {
     ),
 };
 
+/** The candidate's capacity (sequences it runs at once) when known and usable (a finite number > 0). */
+function knownCapacity(c: Candidate): number | undefined {
+  return c.maxRunning !== undefined && Number.isFinite(c.maxRunning) && c.maxRunning > 0 ? c.maxRunning : undefined;
+}
+
 /**
- * Engine running sequences (as estimated now, see estimatedLoad) against capacity:
- * 1 − running/maxRunning when both are known;
- * otherwise running (or local in-flight) normalised across candidates.
+ * Engine running sequences (as estimated now, see estimatedLoad; local in-flight without a
+ * scraped figure) as the share of capacity in use, so that a model served by engines that report
+ * their capacity (llama.cpp: its slots) and engines that do not (vLLM) is scored on one scale:
+ * - when no candidate's capacity is known: running normalised across the candidates by min-max
+ *   (least busy 1, busiest 0);
+ * - otherwise each scores 1 − min(1, running / capacity). A candidate without a known capacity is
+ *   taken to hold the largest known capacity or the highest running count among such candidates,
+ *   whichever is more: it is never judged smaller than the biggest engine that says its size,
+ *   and the busiest of them reads as full only when it runs at least that many.
+ * An unknown capacity is a guess either way; the queue and KV scorers carry what vLLM does report.
  */
 export const runningScorer: Scorer = {
   name: 'running',
   score: (cs) => {
-    const allCapacity = cs.every((c) => c.maxRunning !== undefined && c.maxRunning > 0);
     const running = cs.map((c) => estimatedLoad(c).running ?? c.inFlight);
-    if (allCapacity) return running.map((r, i) => 1 - Math.min(1, r / (cs[i].maxRunning as number)));
-    return invertedMinMax(running);
+    const capacity = cs.map(knownCapacity);
+    const known = capacity.filter((n): n is number => n !== undefined);
+    if (known.length === 0) return invertedMinMax(running);
+    const unknownRunning = running.filter((_, i) => capacity[i] === undefined);
+    const assumed = Math.max(...known, ...unknownRunning);
+    return running.map((r, i) => 1 - Math.min(1, r / (capacity[i] ?? assumed)));
   },
 };
 

@@ -159,4 +159,16 @@ describe('EndpointRegistry', () => {
     expect(a.candidate(3_000).load).toEqual({ waiting: 7 });
     expect(a.candidate(3_001).load).toBeUndefined();
   });
+
+  it("gives the candidate the engine's reported capacity as maxRunning while its scrape is fresh, and none without it", () => {
+    const r = registry();
+    r.apply(snap(1, [{ ...ep('a'), engine: 'llamacpp' }, ep('b')]), { resync: true });
+    const [a, b] = [r.get('a'), r.get('b')];
+    if (a === undefined || b === undefined) throw new Error('missing');
+    a.lastScrape = { load: { running: 1, capacity: 4 }, at: 0, inFlight: 0 };
+    b.lastScrape = { load: { running: 1 }, at: 0, inFlight: 0 };
+    expect(a.candidate(3_000).maxRunning).toBe(4);
+    expect(a.candidate(3_001).maxRunning).toBeUndefined();
+    expect('maxRunning' in b.candidate(0)).toBe(false);
+  });
 });

@@ -112,10 +112,11 @@ export class EndpointState {
     return s !== undefined && now - s.at <= this.options.scrapeStaleAfterMs ? s.load : undefined;
   }
 
-  /** The candidate's view of the newest fresh scrape: its load and the in-flight count it was read at; nothing when stale. */
-  private freshScrape(now: number): Pick<Candidate, 'load' | 'inFlightAtScrape'> {
+  /** The candidate's view of the newest fresh scrape: its load, the in-flight count it was read at and the engine's capacity; nothing when stale. */
+  private freshScrape(now: number): Pick<Candidate, 'load' | 'inFlightAtScrape' | 'maxRunning'> {
     const s = this.lastScrape;
-    return s !== undefined && now - s.at <= this.options.scrapeStaleAfterMs ? { load: s.load, inFlightAtScrape: s.inFlight } : {};
+    if (s === undefined || now - s.at > this.options.scrapeStaleAfterMs) return {};
+    return { load: s.load, inFlightAtScrape: s.inFlight, ...(s.load.capacity === undefined ? {} : { maxRunning: s.load.capacity }) };
   }
 
   /** What the scrapes say of this endpoint now (ok, suspect, unavailable). */
