@@ -44,6 +44,15 @@ describe('parseArgs', () => {
     expect(config(['--engine', 'vllm', '--served-model-name', 'm', '--num-gpu-blocks-override', '100', '--block-size', '32'])).toMatchObject({ kvCapacityTokens: 3200 });
   });
 
+  it.each([
+    ['llama.cpp by default: on, like llama-server', ['--engine', 'llamacpp', '-m', 'x.gguf'], { engine: 'llamacpp', slots: true }],
+    ['--no-slots turns it off (and picks llama.cpp)', ['-m', 'x.gguf', '--no-slots'], { engine: 'llamacpp', slots: false }],
+    ['--slots keeps it on', ['-m', 'x.gguf', '--no-slots', '--slots'], { engine: 'llamacpp', slots: true }],
+    ['vLLM has no /slots', ['--served-model-name', 'm'], { engine: 'vllm', slots: false }],
+  ])('/slots: %s', (_name, argv, expected) => {
+    expect(config(argv)).toMatchObject(expected);
+  });
+
   it('answers --help', () => {
     expect(parseArgs(['--served-model-name', 'm', '--help'])).toEqual({ kind: 'help' });
   });
@@ -59,6 +68,7 @@ describe('parseArgs', () => {
     [['--served-model-name', 'm', '--error-rate', '1.5'], '--error-rate: expected 0 <= F <= 1, got 1.5'],
     [['--served-model-name', 'm', '--max-model-len', '5000', '--kv-capacity-tokens', '4096'], '--max-model-len (5000) is larger than the KV cache holds (4096 tokens)'],
     [['--engine', 'vllm', '--served-model-name', 'm', '--kv-metric'], '--kv-metric: only the llama.cpp flavour has it'],
+    [['--engine', 'vllm', '--served-model-name', 'm', '--no-slots'], '--slots/--no-slots: only the llama.cpp flavour has /slots'],
     [['--served-model-name', 'm', '--hang=yes'], "--hang: takes no value, got 'yes'"],
     [['a', 'b'], 'unexpected arguments: b'],
     [['--port', '1'], 'no model name'],

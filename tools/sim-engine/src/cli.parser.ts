@@ -33,6 +33,8 @@ export interface SimConfig {
   metrics: boolean;
   /** llama.cpp: expose llamacpp:kv_cache_usage_ratio / kv_cache_tokens. */
   kvMetric: boolean;
+  /** llama.cpp: serve GET /slots (on by default, like llama-server; off with --no-slots). */
+  slots: boolean;
   /** vLLM: name the KV gauge vllm:gpu_cache_usage_perc (pre-0.9) instead of vllm:kv_cache_usage_perc. */
   legacyKvMetric: boolean;
   errorRate: number;
@@ -75,6 +77,7 @@ interface RawOptions {
   slowStart?: number;
   metrics?: boolean;
   kvMetric?: boolean;
+  slots?: boolean;
   legacyKvMetric?: boolean;
   errorRate?: number;
   crashAfter?: number;
@@ -138,6 +141,8 @@ const FLAGS: Record<string, FlagSpec> = {
   '--slow-start': v('slowStart', 'number'),
   '--metrics': b('metrics'),
   '--kv-metric': b('kvMetric'),
+  '--slots': b('slots'),
+  '--no-slots': b('slots', false),
   '--legacy-kv-metric': b('legacyKvMetric'),
   '--error-rate': v('errorRate', 'number'),
   '--crash-after': v('crashAfter', 'int'),
@@ -208,13 +213,11 @@ const FLAGS: Record<string, FlagSpec> = {
   '--no-mmap': IGNORED_BOOL,
   '--embedding': IGNORED_BOOL,
   '--embeddings': IGNORED_BOOL,
-  '--slots': IGNORED_BOOL,
-  '--no-slots': IGNORED_BOOL,
   '--kv-unified': IGNORED_BOOL,
 };
 
 /** Flags only llama-server has: their presence picks the llama.cpp flavour when --engine is absent. */
-const LLAMA_ONLY = new Set(['--alias', '-a', '-m', '-np', '--parallel', '-c', '--ctx-size', '-ngl', '--n-gpu-layers', '--gpu-layers', '--metrics', '--kv-metric']);
+const LLAMA_ONLY = new Set(['--alias', '-a', '-m', '-np', '--parallel', '-c', '--ctx-size', '-ngl', '--n-gpu-layers', '--gpu-layers', '--metrics', '--kv-metric', '--slots', '--no-slots']);
 
 /**
  * Parses the simulator's argv (without node and the script). Accepts `--flag value` and
@@ -353,6 +356,7 @@ export function parseArgs(argv: readonly string[]): ParseResult {
     loadSeconds: (raw.loadSeconds ?? 0) + (raw.slowStart ?? 0),
     metrics: llama ? (raw.metrics ?? false) : true,
     kvMetric: raw.kvMetric ?? false,
+    slots: llama && (raw.slots ?? true),
     legacyKvMetric: raw.legacyKvMetric ?? false,
     errorRate: raw.errorRate ?? 0,
     crashAfter: raw.crashAfter,
@@ -378,6 +382,7 @@ export function parseArgs(argv: readonly string[]): ParseResult {
   check(config.crashAfter === undefined || config.crashAfter >= 1, `--crash-after: expected >= 1, got ${config.crashAfter}`);
   check(config.failMidStreamAfter === undefined || config.failMidStreamAfter >= 1, `--fail-mid-stream-after: expected >= 1, got ${config.failMidStreamAfter}`);
   check(!config.kvMetric || llama, '--kv-metric: only the llama.cpp flavour has it (vLLM always exposes its KV gauge)');
+  check(raw.slots === undefined || llama, '--slots/--no-slots: only the llama.cpp flavour has /slots');
   check(!config.legacyKvMetric || !llama, '--legacy-kv-metric: only the vLLM flavour has it');
   check(config.maxModelLen >= 1, `--max-model-len: expected >= 1, got ${config.maxModelLen}`);
   check(
@@ -418,6 +423,7 @@ modelled scheduler. Prints "sim-engine listening on http://HOST:PORT" once bound
   --seed N --output-tokens N --output-jitter F --embedding-dim N
   --load-seconds S --slow-start S
   --metrics --kv-metric        llama.cpp metrics switches; --legacy-kv-metric for vLLM
+  --no-slots                   llama.cpp: GET /slots answers 501 (on by default, as in llama-server)
   --error-rate F --crash-after N --hang --fail-mid-stream-after N --fail-before-content   fault knobs
   --api-key KEY                require "Authorization: Bearer KEY" on /v1/*
 `;

@@ -249,6 +249,42 @@ describe('llama.cpp flavour', () => {
   });
 });
 
+describe('llama.cpp /slots', () => {
+  const LLAMA = ['--engine', 'llamacpp', '--alias', 'tiny', '-np', '3', '-c', '3072', '--decode-tps', '20', '--output-tokens', '100'];
+
+  it('lists the -np slots and marks the busy ones', async () => {
+    const { url } = await start(LLAMA);
+    await waitFor(async () => (await fetch(`${url}/health`)).status === 200, 'ready');
+    const idle = await fetch(`${url}/slots`);
+    expect(idle.status).toBe(200);
+    expect(idle.headers.get('content-type')).toBe('application/json');
+    expect(await idle.json()).toEqual([0, 1, 2].map((id) => ({ id, n_ctx: 1024, speculative: false, is_processing: false })));
+
+    const ac = new AbortController();
+    const res = await fetch(`${url}/v1/completions`, { method: 'POST', body: JSON.stringify({ model: 'tiny', prompt: 'x', stream: true }), signal: ac.signal });
+    await res.body!.getReader().read();
+    const busy: Json = await (await fetch(`${url}/slots`)).json();
+    expect(busy.map((s: Json) => s.is_processing)).toEqual([true, false, false]);
+    ac.abort();
+    await waitFor(async () => ((await (await fetch(`${url}/slots`)).json()) as Json[]).every((s) => !s.is_processing), 'the slot freed');
+  });
+
+  it('answers 501 as llama-server does when started with --no-slots', async () => {
+    const { url } = await start([...LLAMA, '--no-slots']);
+    await waitFor(async () => (await fetch(`${url}/health`)).status === 200, 'ready');
+    const res = await fetch(`${url}/slots`);
+    expect(res.status).toBe(501);
+    expect(((await res.json()) as Json).error).toMatchObject({ code: 501, type: 'not_supported_error', message: 'This server does not support slots endpoint. Start it with `--slots`' });
+  });
+
+  it('answers 503 Loading model while loading, and vLLM has no /slots (404)', async () => {
+    const llama = await start([...LLAMA, '--load-seconds', '30']);
+    expect((await fetch(`${llama.url}/slots`)).status).toBe(503);
+    const vllm = await start(FAST);
+    expect((await fetch(`${vllm.url}/slots`)).status).toBe(404);
+  });
+});
+
 describe('fault knobs', () => {
   const req = { model: 'm', prompt: 'x', max_tokens: 2 };
 

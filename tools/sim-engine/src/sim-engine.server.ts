@@ -34,6 +34,7 @@ import {
   type RequestProblem,
 } from './openai-request.parser';
 import { outputTokenText } from './prompt.tokenizer';
+import { renderLlamacppSlots } from './slots.renderer';
 import { SchedulerDriver } from './scheduler.driver';
 import { hashInts, hashParts, SeededRng } from './seeded.rng';
 
@@ -79,7 +80,7 @@ class HttpProblem extends Error {
 
 /**
  * The simulated engine over raw node:http: the OpenAI API, /metrics and /health of either vLLM
- * or llama-server, backed by the modelled BatchScheduler.
+ * or llama-server (and llama-server's /slots), backed by the modelled BatchScheduler.
  *
  * Lifecycle: `start()` models loading as the real engine does it (vLLM binds its port only once
  * loaded; llama-server binds at once and answers 503 "Loading model" until loaded) and resolves
@@ -204,7 +205,10 @@ export class SimEngineServer {
       '/v1/completions': { method: 'POST', handle: () => this.inference(req, res, 'completion') },
       '/v1/embeddings': { method: 'POST', handle: () => this.inference(req, res, 'embedding') },
     };
-    if (llama) routes['/v1/health'] = routes['/health'];
+    if (llama) {
+      routes['/v1/health'] = routes['/health'];
+      routes['/slots'] = { method: 'GET', handle: () => this.slots(res) };
+    }
     const route = routes[path];
     if (route === undefined) {
       req.resume();
@@ -238,6 +242,16 @@ export class SimEngineServer {
     const text = this.config.engine === 'vllm' ? renderVllmMetrics(snapshot, this.counters, options) : renderLlamacppMetrics(snapshot, options);
     res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8', 'content-length': Buffer.byteLength(text) });
     res.end(text);
+  }
+
+  /** llama-server's GET /slots (one entry per -np slot, the busy ones marked); 501 with --no-slots, as llama-server answers. */
+  private slots(res: ServerResponse): void {
+    if (!this.config.slots) {
+      this.sendError(res, 501, 'This server does not support slots endpoint. Start it with `--slots`');
+      return;
+    }
+    const { running } = this.driver.snapshot();
+    this.sendJson(res, 200, renderLlamacppSlots(running, { parallel: this.config.maxRunning, slotContext: this.config.maxModelLen }));
   }
 
   private models(req: IncomingMessage, res: ServerResponse): void {
