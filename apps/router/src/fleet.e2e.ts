@@ -1,8 +1,10 @@
 // Three llmgw-router processes behind the deploy nginx configuration (deploy/nginx/llmgw.conf),
 // in front of two sim-engine replicas, under steady load; one router is killed with SIGKILL.
 // nginx sends every request that had not started answering to the next router, so no
-// non-streaming request fails; a stream the dead router was in the middle of ends (cut short),
-// none hangs, and streams started after the kill are served by the survivors.
+// non-streaming request fails; a stream the dead router was in the middle of ends with an error
+// the client sees (the response is cut before its last chunk: no process is left to write an SSE
+// error event, and nginx cannot add one), never as a clean end without [DONE]; none hangs, and
+// streams started after the kill are served by the survivors.
 import { inheritedTestEnv, nginxPrefix, runTsEntry, spawnProcess, startNginx, stopAllSpawned, waitFor, type SpawnedProcess } from '@llmgw/testing';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startSimEngine, tempDir, writeRouterConfig } from './test/router.harness';
@@ -17,7 +19,7 @@ const body = (stream: boolean): string => JSON.stringify({ model: 'tiny', messag
 
 describe('three routers behind nginx', () => {
   it(
-    'router kill -9 under load: 0 failed non-streaming requests, streams it was serving end, none hangs, later ones are served',
+    'router kill -9 under load: 0 failed non-streaming requests, streams it was serving end with an error the client sees, none hangs or ends silently, later ones are served',
     async () => {
       const engine = ['--engine', 'vllm', '--served-model-name', 'tiny', '--decode-tps', '60'];
       const replicas = await Promise.all([startSimEngine([...engine, '--seed', '1'], 'sim-a'), startSimEngine([...engine, '--seed', '2'], 'sim-b')]);
@@ -43,7 +45,9 @@ describe('three routers behind nginx', () => {
       const entry = `http://127.0.0.1:${prefix.port}/v1/chat/completions`;
 
       const plain = { ok: 0, failed: [] as string[] };
-      const streams = { ok: 0, cut: 0, hung: 0, failed: [] as string[], okAfterKill: 0 };
+      // cut: ended with an error the client sees; silent: ended cleanly but without [DONE] (a
+      // truncated answer a client could take for a whole one).
+      const streams = { ok: 0, cut: 0, silent: 0, hung: 0, failed: [] as string[], okAfterKill: 0 };
       let killedAt = Number.POSITIVE_INFINITY;
       let loading = true;
       const post = (stream: boolean): Promise<Response> =>
@@ -79,7 +83,8 @@ describe('three routers behind nginx', () => {
             if (text.includes('data: [DONE]') && !text.includes('"error"')) {
               streams.ok += 1;
               if (startedAt > killedAt) streams.okAfterKill += 1;
-            } else streams.cut += 1;
+            } else if (/^data: \{"error"/m.test(text)) streams.cut += 1;
+            else streams.silent += 1;
           } catch (error) {
             // The connection to nginx ended mid-body: the router it was on died.
             if ((error as Error).name === 'TimeoutError') streams.hung += 1;
@@ -107,6 +112,7 @@ describe('three routers behind nginx', () => {
       expect(plain.failed).toEqual([]);
       expect(streams.failed).toEqual([]);
       expect(streams.hung).toBe(0);
+      expect(streams.silent).toBe(0);
       // At most the streams the dead router was serving were cut.
       expect(streams.cut).toBeLessThanOrEqual(8);
     },
