@@ -203,7 +203,7 @@ async function run(args: Args, command: string, cleanups: Cleanups): Promise<voi
 
   // 4. Per event: what ended between it and the next.
   const bounds = [...events.map((e) => e.at), Infinity];
-  const rows: string[][] = [['event', 'requests', 'failed before first byte', 'cut (SSE error)', 'cut (no error)', 'hung', 'engines restarted', 'replicas lost', 'to full service (s)']];
+  const rows: string[][] = [['event', 'requests', 'failed before first byte', 'cut (SSE error)', 'cut (connection error)', 'ended without [DONE], no error', 'hung', 'engines restarted', 'replicas lost', 'to full service (s)']];
   const before = records.filter((r) => r.endedAt < bounds[0]);
   rows.push(['before the first event', ...countRow(before), '-', '-', '-']);
   events.forEach((e, i) => {
@@ -236,8 +236,9 @@ async function run(args: Args, command: string, cleanups: Cleanups): Promise<voi
 const READING = [
   'Reading it: for the leader kill, full service is counted from the kill and needs only the standby that takes over; the killed ' +
     'controller is started again afterwards. The takeover time in the note is the figure to compare with the lease. The router kill ' +
-    'includes starting the router again (full service needs all three routers attached; a process from source on this machine takes several seconds). Streams cut without an error event are those in ' +
-    'flight on the router that was killed: nobody is left to write the error, and nginx ends the response early. Streams cut with an SSE ' +
+    'includes starting the router again (full service needs all three routers attached; a process from source on this machine takes several seconds). Streams cut by a connection error are those in ' +
+    'flight on the router that was killed: nobody is left to write an error event, and nginx ends the response before its last chunk, ' +
+    'which the client sees as an error; none may end cleanly without [DONE] (the column after). Streams cut with an SSE ' +
     'error are those in flight on the engines of the node that was killed; the router wrote the error. The node\'s replica is rebuilt only ' +
     'once the new leader marks the node lost, 60 s (the default lost window) after its term began, since health clocks start at the term.',
 ].join('');
@@ -249,7 +250,14 @@ function sinceDone(e: EventResult): string {
 
 function countRow(records: readonly StreamRecord[]): string[] {
   const n = (f: (r: StreamRecord) => boolean): string => String(records.filter(f).length);
-  return [String(records.length), n((r) => r.outcome === 'failed'), n((r) => r.outcome === 'cut' && r.errorEvent), n((r) => r.outcome === 'cut' && !r.errorEvent), n((r) => r.outcome === 'hung')];
+  return [
+    String(records.length),
+    n((r) => r.outcome === 'failed'),
+    n((r) => r.outcome === 'cut' && r.errorEvent),
+    n((r) => r.outcome === 'cut' && !r.errorEvent && r.connectionError),
+    n((r) => r.outcome === 'cut' && !r.errorEvent && !r.connectionError),
+    n((r) => r.outcome === 'hung'),
+  ];
 }
 
 /** Per live node, its engine processes as `pid:start time` (the agent's descendants). */

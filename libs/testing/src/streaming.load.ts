@@ -21,6 +21,8 @@ export interface StreamRecord {
   outcome: StreamOutcome;
   /** An SSE `data: {"error": ...}` event was received. */
   errorEvent: boolean;
+  /** Reading the body failed (the connection ended before the response did), as a client sees a cut. */
+  connectionError: boolean;
   status?: number;
   detail?: string;
   chunks: number;
@@ -60,7 +62,7 @@ export async function runStreamingLoadInto(records: StreamRecord[], options: Loa
 
 /** One streamed chat completion, classified. Never throws. */
 export async function streamOnce(options: Omit<LoadOptions, 'clients' | 'until'>, client: number, n: number): Promise<StreamRecord> {
-  const record: StreamRecord = { client, startedAt: performance.now(), endedAt: 0, outcome: 'failed', errorEvent: false, chunks: 0 };
+  const record: StreamRecord = { client, startedAt: performance.now(), endedAt: 0, outcome: 'failed', errorEvent: false, connectionError: false, chunks: 0 };
   const abort = new AbortController();
   let stall: NodeJS.Timeout | undefined;
   let stalled = false;
@@ -129,6 +131,7 @@ export async function streamOnce(options: Omit<LoadOptions, 'clients' | 'until'>
     if (record.outcome !== 'ok') record.detail ??= 'stream ended without [DONE]';
   } catch (error) {
     record.outcome = stalled ? 'hung' : record.chunks > 0 ? 'cut' : 'failed';
+    record.connectionError = !stalled;
     record.detail = stalled ? `nothing received for ${options.stallDeadlineMs} ms` : (error as Error).message;
   } finally {
     clearTimeout(stall);
