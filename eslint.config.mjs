@@ -23,7 +23,11 @@ const PURE_BANNED_MODULES = [
   'net', 'node:net', 'http', 'node:http', 'https', 'node:https',
   'child_process', 'node:child_process', 'dgram', 'node:dgram',
   'worker_threads', 'node:worker_threads', 'os', 'node:os',
+  'timers', 'node:timers', 'timers/promises', 'node:timers/promises',
 ];
+// Randomness from node:crypto (hashing stays allowed: cache names are digests).
+const CRYPTO_RANDOM = ['randomUUID', 'randomBytes', 'randomInt', 'randomFill', 'randomFillSync', 'getRandomValues', 'webcrypto'];
+const TIMERS = ['setTimeout', 'setInterval', 'setImmediate', 'clearTimeout', 'clearInterval', 'clearImmediate'];
 const TEST_FILES = ['**/*.spec.ts', '**/*.e2e.ts', '**/*.test.ts', '**/test/**/*.ts', '**/e2e/**/*.ts'];
 
 export default [
@@ -95,7 +99,8 @@ export default [
     },
   },
   {
-    // Pure libraries: no I/O modules (belt and braces for node builtins), no env, clock or randomness.
+    // Pure libraries: no I/O modules (belt and braces for node builtins), no env, clock, timers or
+    // randomness.
     files: ['libs/{domain,catalog,placement,routing,metrics-mappings,lease}/src/**/*.ts'],
     ignores: TEST_FILES,
     rules: {
@@ -104,6 +109,7 @@ export default [
         {
           paths: [
             ...PURE_BANNED_MODULES.map((name) => ({ name, message: 'pure libs do no I/O; take a port instead' })),
+            ...['crypto', 'node:crypto'].map((name) => ({ name, importNames: CRYPTO_RANDOM, message: 'take an Rng' })),
             { name: '@llmgw/testing', message: '@llmgw/testing is for tests only' },
           ],
           patterns: [{ group: PURE_BANNED_PACKAGES, message: 'pure libs import no framework, driver, gRPC or metrics client' }],
@@ -114,11 +120,18 @@ export default [
         { object: 'process', property: 'env', message: 'only libs/config reads process.env' },
         { object: 'Date', property: 'now', message: 'take a Clock' },
         { object: 'Math', property: 'random', message: 'take an Rng' },
+        ...CRYPTO_RANDOM.map((property) => ({ object: 'crypto', property, message: 'take an Rng' })),
       ],
+      'no-restricted-globals': ['error', ...TIMERS.map((name) => ({ name, message: 'pure libs keep no timers; take a Scheduler or a Clock' }))],
       'no-restricted-syntax': [
         'error',
         { selector: "NewExpression[callee.name='Date'][arguments.length=0]", message: 'take a Clock' },
       ],
     },
+  },
+  {
+    // The one runtime Scheduler apps wire into the lease's elector (the port it implements is pure).
+    files: ['libs/lease/src/timer.scheduler.ts'],
+    rules: { 'no-restricted-globals': 'off' },
   },
 ];

@@ -3,4 +3,5 @@ export * from './leadership.port';
 export * from './leader.elector';
 export * from './always-leader.elector';
 export * from './scheduler.port';
+export * from './timer.scheduler';
 export * from './leader.follower';

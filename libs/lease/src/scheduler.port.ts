@@ -3,11 +3,3 @@ export interface Scheduler {
   /** Calls `fn` once after about `delayMs` ms; the returned function cancels it if not yet run. */
   schedule(delayMs: number, fn: () => void): () => void;
 }
-
-/** A Scheduler on the runtime's timers (setTimeout), for apps and process tests. */
-export const timerScheduler: Scheduler = {
-  schedule(delayMs, fn) {
-    const timer = setTimeout(fn, Math.max(0, delayMs));
-    return () => clearTimeout(timer);
-  },
-};
