@@ -8,7 +8,11 @@
 // fresh ~2k-token prompt per request: the negative control), hot (half the conversations on one
 // system prompt).
 // Usage: node tools/run.cjs tools/bench/routing.bench.ts [--clients 16] [--turns 4] [--conversations 5]
-//        [--policies round-robin,least-load,prefix-affinity] [--workloads shared,random,hot] [--no-write]
+//        [--policies round-robin,least-load,prefix-affinity] [--workloads shared,random,hot] [--routers 1]
+//        [--no-write]
+// --routers 1,3 runs every policy and workload behind one router and then behind three (each with
+// the same static config, sharing nothing; client i sends to router i mod 3), to show that N
+// routers agree on where a prefix goes; it writes its own section ("one router against three").
 // Everything runs on 127.0.0.1 and every phase is bounded. Writes its section of docs/benchmarks.md unless --no-write.
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import * as os from 'node:os';
@@ -24,6 +28,7 @@ const { values: args } = parseArgs({
     conversations: { type: 'string', default: '5' },
     policies: { type: 'string', default: 'round-robin,least-load,prefix-affinity' },
     workloads: { type: 'string', default: 'shared,random,hot' },
+    routers: { type: 'string', default: '1' },
     'no-write': { type: 'boolean', default: false },
   },
 });
@@ -34,6 +39,8 @@ for (const [name, v, max] of [['clients', CLIENTS, 256], ['turns', TURNS, 20], [
   if (!Number.isInteger(v) || v < 1 || v > max) throw new Error(`--${name}: expected a whole number 1..${max}, got ${v}`);
 }
 const POLICIES = args.policies.split(',');
+const ROUTER_COUNTS = args.routers.split(',').map(Number);
+for (const n of ROUTER_COUNTS) if (!Number.isInteger(n) || n < 1 || n > 8) throw new Error(`--routers: expected router counts 1..8, got ${args.routers}`);
 const WORKLOADS = args.workloads.split(',');
 for (const p of POLICIES) if (!['round-robin', 'least-load', 'prefix-affinity'].includes(p)) throw new Error(`--policies: unknown policy ${p}`);
 for (const w of WORKLOADS) if (!['shared', 'random', 'hot'].includes(w)) throw new Error(`--workloads: unknown workload ${w}`);
@@ -75,14 +82,14 @@ async function startEngine(i: number): Promise<Engine> {
   return { proc, url: /listening on (http:\/\/[\d.]+:\d+)/.exec(proc.stdout)?.[1] ?? '' };
 }
 
-async function startRouter(dir: string, engines: readonly Engine[], policy: string): Promise<{ proc: SpawnedProcess; url: string }> {
+async function startRouter(dir: string, engines: readonly Engine[], policy: string, index: number): Promise<{ proc: SpawnedProcess; url: string }> {
   const config = join(dir, `router-${policy}.yaml`);
   const endpoints = engines.map((e, i) => `  - { id: r${i}, model: ${MODEL}, url: "${e.url}" }`).join('\n');
   writeFileSync(config, `models:\n  - { name: ${MODEL}, engine: vllm, routing: { policy: ${policy} } }\nendpoints:\n${endpoints}\n`);
   const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('LLMGW_')));
   const proc = await spawnProcess({
     ...runTsEntry('apps/router/src/main.ts'),
-    name: `llmgw-router-${policy}`,
+    name: `llmgw-router-${policy}-${index}`,
     cleanEnv: true,
     env: { ...env, LLMGW_ROUTER_PORT: '0', LLMGW_DATA_DIR: dir, LLMGW_ROUTER_CONFIG_FILE: config, LLMGW_LOG_LEVEL: 'info', LLMGW_ROUTER_SCRAPE_INTERVAL: '200ms' },
     readyWhen: { stdoutMatch: /llmgw-router listening on (http:\/\/127\.0\.0\.1:\d+)/ },
@@ -146,9 +153,9 @@ function systemFor(workload: string, client: number, c: number, turn: number): s
   return SYSTEMS[(client * 7 + c * 3) % SYSTEM_PROMPTS];
 }
 
-async function run(dir: string, policy: string, workload: string): Promise<RunResult> {
+async function run(dir: string, policy: string, workload: string, routerCount: number): Promise<RunResult> {
   const engines = await Promise.all(Array.from({ length: REPLICAS }, (_, i) => startEngine(i)));
-  const router = await startRouter(dir, engines, policy);
+  const routers = await Promise.all(Array.from({ length: routerCount }, (_, i) => startRouter(dir, engines, policy, i)));
   const ttft: number[] = [];
   let tokens = 0;
   // Sample every replica's running count while the clients run (average per replica → max ÷ mean).
@@ -171,7 +178,7 @@ async function run(dir: string, policy: string, workload: string): Promise<RunRe
         for (let turn = 0; turn < TURNS; turn++) {
           if (workload === 'random' || turn === 0) messages.splice(0, messages.length, { role: 'system', content: systemFor(workload, client, c, turn) });
           messages.push({ role: 'user', content: `Client ${client}, conversation ${c}, question ${turn}: ${words(client * 1_000 + c * 10 + turn, 20)}` });
-          const r = await ask(router.url, messages);
+          const r = await ask(routers[client % routers.length].url, messages);
           ttft.push(r.ttftMs);
           tokens += r.tokens;
           messages.push({ role: 'assistant', content: r.text });
@@ -193,30 +200,33 @@ async function run(dir: string, policy: string, workload: string): Promise<RunRe
 
 async function main(): Promise<void> {
   const dir = mkdtempSync(join(os.tmpdir(), 'llmgw-routing-bench-'));
-  const rows: string[][] = [['workload', 'policy', 'requests', 'mean TTFT ms', 'p50 ms', 'p99 ms', 'mean vs RR', 'p99 vs RR', 'output tok/s', 'cache hit rate', 'max/mean running']];
+  const rows: string[][] = [['workload', 'policy', 'routers', 'requests', 'mean TTFT ms', 'p50 ms', 'p99 ms', 'mean vs RR', 'p99 vs RR', 'output tok/s', 'cache hit rate', 'max/mean running']];
   try {
     for (const workload of WORKLOADS) {
       let base: { mean: number; p99: number } | undefined;
       for (const policy of POLICIES) {
-        const r = await run(dir, policy, workload);
-        const mean = r.ttft.reduce((s, v) => s + v, 0) / r.ttft.length;
-        const p99 = percentile(r.ttft, 99);
-        if (policy === 'round-robin') base = { mean, p99 };
-        const vs = (v: number, b: number | undefined) => (b === undefined ? '-' : `${(b / v).toFixed(2)}×`);
-        rows.push([
-          workload,
-          policy,
-          String(r.requests),
-          mean.toFixed(1),
-          percentile(r.ttft, 50).toFixed(1),
-          p99.toFixed(1),
-          vs(mean, base?.mean),
-          vs(p99, base?.p99),
-          r.tokensPerSecond.toFixed(0),
-          `${(100 * r.hitRate).toFixed(1)} %`,
-          r.maxOverMeanRunning.toFixed(2),
-        ]);
-        process.stdout.write(`${workload} ${policy}: ${r.requests} requests, mean TTFT ${mean.toFixed(1)} ms\n`);
+        for (const routerCount of ROUTER_COUNTS) {
+          const r = await run(dir, policy, workload, routerCount);
+          const mean = r.ttft.reduce((s, v) => s + v, 0) / r.ttft.length;
+          const p99 = percentile(r.ttft, 99);
+          if (policy === 'round-robin' && routerCount === ROUTER_COUNTS[0]) base = { mean, p99 };
+          const vs = (v: number, b: number | undefined) => (b === undefined ? '-' : `${(b / v).toFixed(2)}×`);
+          rows.push([
+            workload,
+            policy,
+            String(routerCount),
+            String(r.requests),
+            mean.toFixed(1),
+            percentile(r.ttft, 50).toFixed(1),
+            p99.toFixed(1),
+            vs(mean, base?.mean),
+            vs(p99, base?.p99),
+            r.tokensPerSecond.toFixed(0),
+            `${(100 * r.hitRate).toFixed(1)} %`,
+            r.maxOverMeanRunning.toFixed(2),
+          ]);
+          process.stdout.write(`${workload} ${policy} ${routerCount} router(s): ${r.requests} requests, mean TTFT ${mean.toFixed(1)} ms, hit rate ${(100 * r.hitRate).toFixed(1)} %\n`);
+        }
       }
     }
   } finally {
@@ -226,15 +236,18 @@ async function main(): Promise<void> {
   printTable(rows);
   if (args['no-write']) return;
   const table = [`| ${rows[0].join(' | ')} |`, `|${rows[0].map(() => '---').join('|')}|`, ...rows.slice(1).map((r) => `| ${r.join(' | ')} |`)].join('\n');
+  const several = ROUTER_COUNTS.some((n) => n > 1);
+  const given = process.argv.slice(2).filter((a) => a !== '--no-write');
+  const command = `npm run bench:routing${given.length > 0 ? ` -- ${given.join(' ')}` : ''}`;
   const path = writeSection(
-    'routing',
-    'Routing policies over 8 sim-engine replicas',
+    several ? 'routing-routers' : 'routing',
+    several ? 'Routing over 8 sim-engine replicas: one router against several' : 'Routing policies over 8 sim-engine replicas',
     [
-      'Command: `npm run bench:routing` (`node tools/run.cjs tools/bench/routing.bench.ts`).',
+      `Command: \`${command}\` (\`node tools/run.cjs tools/bench/routing.bench.ts${given.length > 0 ? ` ${given.join(' ')}` : ''}\`).`,
       '',
       machineLine(os.cpus(), os.totalmem()),
       '',
-      `Setup: 8 sim-engine replicas (vLLM flavour, prefix cache on, default prefill 10000 tok/s and decode 50 tok/s, ${MAX_TOKENS} output tokens) behind one llmgw-router (static config, scrapes every 200 ms), fresh engines for every run. ${CLIENTS} streaming clients in a closed loop, each ${CONVERSATIONS} conversations of ${TURNS} turns (each turn resends the conversation so far). Workloads: shared = ${SYSTEM_PROMPTS} system prompts of ~${PROMPT_WORDS} tokens; random = a fresh ~${PROMPT_WORDS}-token prompt every request; hot = half the conversations on one system prompt. TTFT = time to the first content chunk at the client. Hit rate = vllm:prefix_cache_hits_total ÷ vllm:prefix_cache_queries_total summed over the engines. max/mean running = the busiest replica's average running sequences over the mean of all replicas' averages (sampled every 50 ms). Ratios "vs RR" are round-robin's value ÷ this policy's (above 1 = better). Round-robin here is the router's round-robin policy. Engines, router and clients share the machine's cores, so TTFT moves between runs with whatever else runs; hit rate and max/mean running move less. Not yet measured: churn, three routers.`,
+      `Setup: 8 sim-engine replicas (vLLM flavour, prefix cache on, default prefill 10000 tok/s and decode 50 tok/s, ${MAX_TOKENS} output tokens) behind ${several ? `${ROUTER_COUNTS.join(' or ')} llmgw-routers (each with the same static config, sharing nothing; client i sends to router i mod N)` : 'one llmgw-router'} (scrapes every 200 ms), fresh engines and routers for every run. ${CLIENTS} streaming clients in a closed loop, each ${CONVERSATIONS} conversations of ${TURNS} turns (each turn resends the conversation so far). Workloads: shared = ${SYSTEM_PROMPTS} system prompts of ~${PROMPT_WORDS} tokens; random = a fresh ~${PROMPT_WORDS}-token prompt every request; hot = half the conversations on one system prompt. TTFT = time to the first content chunk at the client. Hit rate = vllm:prefix_cache_hits_total ÷ vllm:prefix_cache_queries_total summed over the engines. max/mean running = the busiest replica's average running sequences over the mean of all replicas' averages (sampled every 50 ms). Ratios "vs RR" are round-robin's value (behind ${ROUTER_COUNTS[0]} router${ROUTER_COUNTS[0] > 1 ? 's' : ''}) ÷ this row's (above 1 = better). Round-robin here is the router's round-robin policy. Engines, routers and clients share the machine's cores, so TTFT moves between runs with whatever else runs; hit rate and max/mean running move less. Not yet measured: churn.`,
       '',
       table,
     ].join('\n'),
