@@ -1,4 +1,4 @@
-import type { Rng } from '@llmgw/domain';
+import { backoffDelay, type Rng } from '@llmgw/domain';
 import type { LeaseRecord } from './lease-store.port';
 
 /** Reconnect delay bounds of a {@link LeaderFollower}, ms. */
@@ -93,8 +93,7 @@ export class LeaderFollower {
  * delay is ever shorter than half its step.
  */
 export function reconnectDelay(failures: number, bounds: FollowBounds, rng: Rng): number {
-  const n = Math.max(1, Math.floor(failures));
-  const step = Math.min(bounds.maxMs, bounds.minMs * 2 ** Math.min(n - 1, 30));
+  const step = backoffDelay(failures, bounds);
   return Math.round(step / 2 + (rng.next() * step) / 2);
 }
 

@@ -1,5 +1,6 @@
 import { closeSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
+import { backoffDelay } from '@llmgw/domain';
 import type { LaunchPlan, ProcessSpec } from '@llmgw/engines';
 import { errorMessage, type AgentLogger } from '../runtime/agent.logger';
 import { isSameLiveProcess } from '../state/proc-stat.reader';
@@ -437,7 +438,7 @@ export class ReplicaSupervisor {
       this.gaveUp = true;
       reason = `${failure.message}; gave up after ${limit} restart(s)`;
     } else {
-      const delay = Math.min(this.settings.restartBackoffMaxMs, this.settings.restartBackoffMs * 2 ** (this.consecutiveFailures - 1));
+      const delay = backoffDelay(this.consecutiveFailures, { minMs: this.settings.restartBackoffMs, maxMs: this.settings.restartBackoffMaxMs });
       reason = `${failure.message}; restart ${this.consecutiveFailures}/${limit} in ${delay} ms`;
       this.restartTimer = setTimeout(() => {
         if (gen !== this.generation || this.stopping) return;

@@ -1,9 +1,8 @@
 import { cacheName, type Catalog } from '@llmgw/catalog';
-import type { Model, NodeInfo, ReplicaMember } from '@llmgw/domain';
+import { backoffDelay, type Model, type NodeInfo, type ReplicaMember } from '@llmgw/domain';
 import { allocationsOf, fleetCapacity, PlacementIndex, planPlacements, type Allocation, type PlacementReason, type PlacementRequest } from '@llmgw/placement';
 import type { NodeEntry } from '../nodes/node.entry';
 import { awaitsRendezvous, GONE_STATES, LIVE_STATES, type ReplicaEntry } from '../replicas/replica.entry';
-import { backoffDelay, type BackoffWindow } from './backoff.policy';
 
 /** Why a model has no room, and when it is tried again. */
 export interface UnplaceableState {
@@ -20,7 +19,10 @@ export interface UnplaceableState {
 }
 
 /** Timing the planner needs; all ms. */
-export interface PlanTiming extends BackoffWindow {
+export interface PlanTiming {
+  /** Retry delays of a failed replica: the first retry waits the minimum, each later one twice the previous, up to the maximum (backoffDelay). */
+  readonly backoffMinMs: number;
+  readonly backoffMaxMs: number;
   /** Restarts in place before a failed replica is moved. */
   readonly maxRestarts: number;
   /** How long an agent may take to show a command's effect in its reports before it is sent again. */
@@ -130,7 +132,7 @@ export function planReconcile(input: PlanInput): PlanAction[] {
     }
     if (r.state === 'failed') {
       const failedAt = entry.failedAt ?? r.updatedAt;
-      if (now >= failedAt + backoffDelay(r.restarts + 1, timing)) {
+      if (now >= failedAt + backoffDelay(r.restarts + 1, { minMs: timing.backoffMinMs, maxMs: timing.backoffMaxMs })) {
         if (r.restarts < timing.maxRestarts) {
           actions.push({ kind: 'restart', replicaId: id });
         } else {
@@ -253,7 +255,7 @@ export function planReconcile(input: PlanInput): PlanAction[] {
           summary: refused.summary,
           attempts,
           since: known?.since ?? now,
-          retryAt: now + backoffDelay(attempts, timing),
+          retryAt: now + backoffDelay(attempts, { minMs: timing.backoffMinMs, maxMs: timing.backoffMaxMs }),
           epoch: input.capacityEpoch,
         },
       });
