@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { ChannelCredentials, ServerCredentials } from '@grpc/grpc-js';
 import { generateCa, grpcChannelCredentials, grpcServerCredentials, issueCertificate, writePemPair } from '@llmgw/tls';
+import { simEngineExecutable } from './repo-paths';
 
 /** The files of the test PKI. */
 export interface TestPki {
@@ -64,7 +65,8 @@ export function testServerCredentials(): ServerCredentials {
 /**
  * This process's environment for a process a test starts: without any LLMGW_* setting of the
  * developer's (nor variables starting with `alsoDrop`), but with the test PKI's TLS variables, so
- * the process serves or dials gRPC over TLS like everything else in the tests.
+ * the process serves or dials gRPC over TLS like everything else in the tests, and with
+ * LLMGW_AGENT_SIM_ENGINE naming this checkout's engine simulator.
  */
 export function inheritedTestEnv(alsoDrop: readonly string[] = []): Record<string, string> {
   const env: Record<string, string> = {};
@@ -72,7 +74,8 @@ export function inheritedTestEnv(alsoDrop: readonly string[] = []): Record<strin
     if (value === undefined || key.startsWith('LLMGW_') || alsoDrop.some((p) => key.startsWith(p))) continue;
     env[key] = value;
   }
-  return { ...env, ...testGrpcTlsEnv() };
+  // An agent a test starts with LLMGW_AGENT_ENGINE_OVERRIDE=sim runs this checkout's simulator.
+  return { ...env, ...testGrpcTlsEnv(), LLMGW_AGENT_SIM_ENGINE: simEngineExecutable() };
 }
 
 /**

@@ -38,3 +38,8 @@ export function fixturePath(...segments: string[]): string {
 export function runTsEntry(file: string, args: readonly string[] = []): { command: string; args: string[] } {
   return { command: process.execPath, args: [join(repoRoot(), 'tools', 'run.cjs'), resolve(repoRoot(), file), ...args] };
 }
+
+/** The engine simulator as one executable Node script (an agent's LLMGW_AGENT_SIM_ENGINE). */
+export function simEngineExecutable(): string {
+  return join(repoRoot(), 'tools', 'sim-engine', 'bin', 'sim-engine');
+}

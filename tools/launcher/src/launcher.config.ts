@@ -4,6 +4,8 @@ import { z } from 'zod';
 
 /** Repository root (tools/launcher/src → ../../..). */
 export const REPO_ROOT = resolve(__dirname, '..', '..', '..');
+/** The llama-server-compatible CPU engine on node-llama-cpp, relative to the repository: used where no llama-server is on PATH. */
+export const BUNDLED_LLAMA_SERVER = join('tools', 'llama-engine', 'bin', 'llama-server-node');
 
 /**
  * What the launcher reads, validated once: the shared LLMGW_* variables and each app's port (the

@@ -2,7 +2,7 @@ import { join, relative } from 'node:path';
 import { AppProcess, type AppExit } from './app.process';
 import { ensureAdminToken, ensurePrivateDataDir, ensureTinyModel, findOnPath, TINY_MODEL_RELATIVE } from './data-dir.setup';
 import { ensureGrpcTls, type GrpcTlsFiles } from './grpc-tls.setup';
-import { PORT_VARIABLES, REPO_ROOT, type LauncherConfig } from './launcher.config';
+import { BUNDLED_LLAMA_SERVER, PORT_VARIABLES, REPO_ROOT, type LauncherConfig } from './launcher.config';
 import { writeLocalCatalog } from './local-catalog.writer';
 import { APP_LABELS, clientHost, curlExample, LOCAL_APPS, planLocalCluster, type LocalApp, type ResolvedPorts } from './local-cluster.plan';
 import { formatLogLine, formatOwnLine, type LogFormatOptions } from './log-line.formatter';
@@ -171,11 +171,12 @@ export class LocalClusterLauncher {
       const what = { reused: 'reusing', issued: 'issued a new controller certificate from', created: 'created' }[grpcTls.outcome];
       this.say(`gRPC over TLS: ${what} the local CA ${this.show(grpcTls.caFile)}`);
     }
-    const llamaServer = this.io.env.LLMGW_AGENT_LLAMA_SERVER ?? findOnPath('llama-server', this.io.env.PATH);
-    this.say(llamaServer === undefined ? 'no llama-server on PATH: llama.cpp replicas run on the bundled node-llama-cpp engine (CPU)' : `llama.cpp replicas run on ${llamaServer}`);
+    // Which llama.cpp executable the agent runs is chosen here and given to it: the agent looks for nothing on disk.
+    const llamaServer = this.io.env.LLMGW_AGENT_LLAMA_SERVER || findOnPath('llama-server', this.io.env.PATH) || join(REPO_ROOT, BUNDLED_LLAMA_SERVER);
+    this.say(llamaServer.endsWith(BUNDLED_LLAMA_SERVER) ? 'no llama-server on PATH: llama.cpp replicas run on the bundled node-llama-cpp engine (CPU)' : `llama.cpp replicas run on ${llamaServer}`);
 
     const launches = planLocalCluster(
-      { repoRoot: REPO_ROOT, dataDir, host: config.host, ports, catalogFile, adminToken: token, joinToken, routerToken, grpcTls, userEnv: this.io.env },
+      { repoRoot: REPO_ROOT, dataDir, host: config.host, ports, catalogFile, adminToken: token, joinToken, routerToken, grpcTls, llamaServer, userEnv: this.io.env },
       this.io.execPath,
     );
     const baseUrl = `http://${clientHost(config.host)}:${ports.router}/v1`;

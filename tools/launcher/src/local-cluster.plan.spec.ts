@@ -11,6 +11,7 @@ const input: LocalClusterInput = {
   joinToken: 'join-join-join-join-1',
   routerToken: 'router-router-router-1',
   grpcTls: { caFile: '/data/tls/ca.crt', certFile: '/data/tls/controller.crt', keyFile: '/data/tls/controller.key' },
+  llamaServer: '/repo/tools/llama-engine/bin/llama-server-node',
   userEnv: {},
 };
 
@@ -38,6 +39,8 @@ describe('planLocalCluster', () => {
       LLMGW_AGENT_SOURCE_DIRS: '/data/models',
       LLMGW_DATA_DIR: '/data',
     });
+    // The agent is told which llama.cpp executable runs; it looks for none on disk itself.
+    expect(env.agent.LLMGW_AGENT_LLAMA_SERVER).toBe('/repo/tools/llama-engine/bin/llama-server-node');
   });
 
   it('gives the controller its gRPC server certificate and the agent and the router the CA; none with LLMGW_GRPC_INSECURE', () => {

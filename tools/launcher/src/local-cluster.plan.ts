@@ -37,6 +37,8 @@ export interface LocalClusterInput {
    * the user set LLMGW_GRPC_INSECURE=true, which every app then inherits as it is.
    */
   readonly grpcTls: { readonly caFile: string; readonly certFile: string; readonly keyFile: string } | undefined;
+  /** The llama.cpp executable the agent runs (llama-server, or the bundled node-llama-cpp engine). */
+  readonly llamaServer: string;
   /** Variables the user set; a setting the user made is never overridden by a launcher default. */
   readonly userEnv: Readonly<Record<string, string | undefined>>;
 }
@@ -67,8 +69,8 @@ export function clientHost(host: string): string {
  * nothing. The join and router tokens are the launcher's own, given to both ends of each
  * connection, so the controller never runs without them. With `grpcTls` the controller serves
  * gRPC with the server certificate and the agent and the router verify it against the CA
- * (server TLS; no client certificates). The agent picks the llama.cpp executable itself: llama-server when on PATH, else the
- * bundled node-llama-cpp engine.
+ * (server TLS; no client certificates). The agent is told which llama.cpp executable to run
+ * (`llamaServer`).
  */
 export function planLocalCluster(input: LocalClusterInput, nodeExecPath: string): AppLaunch[] {
   const { ports, dataDir } = input;
@@ -125,6 +127,7 @@ export function planLocalCluster(input: LocalClusterInput, nodeExecPath: string)
         LLMGW_AGENT_PORT: String(ports.agent),
         LLMGW_AGENT_CONTROLLERS: grpc,
         LLMGW_AGENT_JOIN_TOKEN: input.joinToken,
+        LLMGW_AGENT_LLAMA_SERVER: input.llamaServer,
         ...clientTls,
         // The generated model lives in <data dir>/models: the one place file:// sources may be read.
         ...defaults({ LLMGW_AGENT_CACHE_DIR: join(dataDir, 'cache'), LLMGW_AGENT_SOURCE_DIRS: join(dataDir, 'models') }),

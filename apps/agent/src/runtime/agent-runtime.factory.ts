@@ -1,5 +1,5 @@
-import { accessSync, constants, existsSync, mkdirSync } from 'node:fs';
-import { delimiter, dirname, join } from 'node:path';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
 import type { ControllerClientFactory } from '../connection/controller.clients';
 import { ControllerConnection, type JoinRejectedError } from '../connection/controller.connection';
 import { DiscoveryService, type DiscoveryOptions } from '../discovery/discovery.service';
@@ -54,15 +54,15 @@ export function createAgentRuntime(options: CreateAgentRuntimeOptions): CreatedA
   mkdirSync(o.stateDir, { recursive: true, mode: 0o750 });
   const nodeId = o.nodeId ?? loadOrCreateNodeId(o.stateDir).nodeId;
   const engineEnv = pickEngineEnv(options.inheritedEnv, o.engineEnvPassthrough);
-  const repo = findRepoRoot(__dirname);
   const cacheDir = options.discovery.cacheDir;
 
-  const llamaServerBinary = o.llamaServerBinary ?? defaultLlamaServer(engineEnv.PATH, repo);
+  // Which programs engines run is settled here, from settings: nothing is looked for on disk.
+  const llamaServerBinary = o.llamaServerBinary;
   let simEngine: ProgramPrefix | undefined;
   if (o.engineOverride === 'sim') {
-    if (!repo) throw new Error('LLMGW_AGENT_ENGINE_OVERRIDE=sim needs tools/sim-engine, which is not part of this installation');
-    simEngine = { command: process.execPath, args: [join(repo, 'tools', 'run.cjs'), join(repo, 'tools', 'sim-engine', 'src', 'main.ts')] };
-    logger.warn({ engineOverride: 'sim', simEngine: simEngine.args[1] }, 'SIMULATED ENGINES: every replica runs tools/sim-engine instead of vLLM or llama-server; nothing it answers comes from a model');
+    if (o.simEngine === undefined) throw new Error('LLMGW_AGENT_ENGINE_OVERRIDE=sim needs LLMGW_AGENT_SIM_ENGINE, the engine simulator');
+    simEngine = { command: process.execPath, args: [o.simEngine] };
+    logger.warn({ engineOverride: 'sim', simEngine: o.simEngine }, 'SIMULATED ENGINES: every replica runs the engine simulator instead of vLLM or llama-server; nothing it answers comes from a model');
   } else {
     logger.info({ vllm: o.vllmBinary, llamaServer: llamaServerBinary }, 'engine programs');
   }
@@ -150,30 +150,4 @@ export function createAgentRuntime(options: CreateAgentRuntimeOptions): CreatedA
   runtime.attach(connection);
   logger.info({ nodeId, address: o.advertiseAddress, stateDir: o.stateDir, cacheDir, controllers: o.controllers }, 'agent identity');
   return { runtime, nodeId, supervisor };
-}
-
-/** The repository checkout this agent runs from (holding tools/run.cjs), if any. */
-function findRepoRoot(from: string): string | undefined {
-  let dir = from;
-  for (;;) {
-    if (existsSync(join(dir, 'tools', 'run.cjs'))) return dir;
-    const parent = dirname(dir);
-    if (parent === dir) return undefined;
-    dir = parent;
-  }
-}
-
-/** `llama-server` when PATH has one; else the bundled CPU engine when this checkout has it. */
-function defaultLlamaServer(path: string | undefined, repo: string | undefined): string {
-  for (const dir of (path ?? '').split(delimiter)) {
-    if (!dir) continue;
-    try {
-      accessSync(join(dir, 'llama-server'), constants.X_OK);
-      return 'llama-server';
-    } catch {
-      // not here
-    }
-  }
-  const bundled = repo ? join(repo, 'tools', 'llama-engine', 'bin', 'llama-server-node') : undefined;
-  return bundled && existsSync(bundled) ? bundled : 'llama-server';
 }

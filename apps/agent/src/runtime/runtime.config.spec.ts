@@ -21,6 +21,14 @@ describe('agent runtime settings', () => {
     });
     expect(config.runtime.joinToken).toBeUndefined();
     expect(config.runtime.engineOverride).toBeUndefined();
+    // The engine programs are what the settings say; nothing is looked for on disk.
+    expect(config.runtime.llamaServerBinary).toBe('llama-server');
+  });
+
+  it('the simulator runs only when named twice: the override and the program', () => {
+    expect(() => loadConfig(agentConfigSchema, { ...TLS, LLMGW_AGENT_ENGINE_OVERRIDE: 'sim' })).toThrow(/LLMGW_AGENT_SIM_ENGINE.*required with LLMGW_AGENT_ENGINE_OVERRIDE=sim/);
+    // The program alone changes nothing.
+    expect(loadConfig(agentConfigSchema, { ...TLS, LLMGW_AGENT_SIM_ENGINE: '/opt/sim' }).runtime.engineOverride).toBeUndefined();
   });
 
   it('reads every setting it is given', () => {
@@ -33,6 +41,7 @@ describe('agent runtime settings', () => {
       LLMGW_AGENT_ENGINE_HOST: '0.0.0.0',
       LLMGW_AGENT_ENGINE_PORTS: '40000-40999',
       LLMGW_AGENT_ENGINE_OVERRIDE: 'sim',
+      LLMGW_AGENT_SIM_ENGINE: '/opt/sim/bin/sim-engine',
       LLMGW_AGENT_RESTART_BACKOFF: '1s',
       LLMGW_AGENT_RESTART_BACKOFF_MAX: '1m',
       HF_ENDPOINT: 'http://mirror.lan:8080',
@@ -46,6 +55,7 @@ describe('agent runtime settings', () => {
       engineHost: '0.0.0.0',
       enginePorts: { first: 40_000, last: 40_999 },
       engineOverride: 'sim',
+      simEngine: '/opt/sim/bin/sim-engine',
       restartBackoffMs: 1_000,
       restartBackoffMaxMs: 60_000,
       hfEndpoint: 'http://mirror.lan:8080',

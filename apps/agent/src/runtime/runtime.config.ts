@@ -90,12 +90,14 @@ export const AGENT_RUNTIME_ENV = {
   /** First and longest reconnect delay (jittered exponential backoff between them). */
   LLMGW_AGENT_RECONNECT_MIN: env.duration({ default: '500ms' }),
   LLMGW_AGENT_RECONNECT_MAX: env.duration({ default: '30s' }),
-  /** `sim`: run tools/sim-engine in place of every real engine (development, fleet simulation). */
+  /** `sim`: run the engine simulator (LLMGW_AGENT_SIM_ENGINE) in place of every real engine (development, fleet simulation). */
   LLMGW_AGENT_ENGINE_OVERRIDE: env.oneOf(['sim'] as const, { optional: true }),
+  /** The simulator, a Node script run with this agent's Node (tools/sim-engine/bin/sim-engine in a checkout); only read with LLMGW_AGENT_ENGINE_OVERRIDE=sim. */
+  LLMGW_AGENT_SIM_ENGINE: env.string({ optional: true }),
   /** vLLM executable (name on PATH or path); default vllm. */
   LLMGW_AGENT_VLLM: env.string({ default: 'vllm' }),
-  /** llama-server executable; default llama-server when on PATH, else the bundled CPU engine (tools/llama-engine). */
-  LLMGW_AGENT_LLAMA_SERVER: env.string({ optional: true }),
+  /** llama-server executable (name on PATH or path); default llama-server. */
+  LLMGW_AGENT_LLAMA_SERVER: env.string({ default: 'llama-server' }),
   /** Agent variables engines inherit (names, or prefixes ending in *); the agent's own secrets never pass. */
   LLMGW_AGENT_ENGINE_ENV: env.list(parseEnvName, { default: [...DEFAULT_ENGINE_ENV_PASSTHROUGH] }),
   /** How long an engine may load before it counts as failed; default 15m (large models load slowly). */
@@ -157,6 +159,9 @@ export function runtimeEnvProblems(e: DeepReadonly<RuntimeEnv>): [string, string
   }
   if (e.LLMGW_AGENT_LIVENESS_INTERVAL < 1) problems.push(['LLMGW_AGENT_LIVENESS_INTERVAL', 'must be at least 1ms']);
   if (e.LLMGW_AGENT_LIVENESS_TIMEOUT < 1) problems.push(['LLMGW_AGENT_LIVENESS_TIMEOUT', 'must be at least 1ms']);
+  if (e.LLMGW_AGENT_ENGINE_OVERRIDE === 'sim' && e.LLMGW_AGENT_SIM_ENGINE === undefined) {
+    problems.push(['LLMGW_AGENT_SIM_ENGINE', 'is required with LLMGW_AGENT_ENGINE_OVERRIDE=sim: the path of the engine simulator (tools/sim-engine/bin/sim-engine in a checkout)']);
+  }
   return problems;
 }
 
@@ -171,8 +176,10 @@ export interface RuntimeOptions {
   readonly joinToken?: string;
   readonly reconnect: { readonly minMs: number; readonly maxMs: number };
   readonly engineOverride?: 'sim';
+  /** With engineOverride `sim`: the simulator script every engine is, run with the agent's Node. */
+  readonly simEngine?: string;
   readonly vllmBinary: string;
-  readonly llamaServerBinary?: string;
+  readonly llamaServerBinary: string;
   readonly engineEnvPassthrough: readonly string[];
   readonly readyTimeoutMs: number;
   readonly restartLimit: number;
@@ -202,8 +209,9 @@ export function runtimeOptions(e: DeepReadonly<RuntimeEnv>, dataDir: string): Ru
     ...(e.LLMGW_AGENT_JOIN_TOKEN !== undefined && { joinToken: e.LLMGW_AGENT_JOIN_TOKEN }),
     reconnect: { minMs: e.LLMGW_AGENT_RECONNECT_MIN, maxMs: e.LLMGW_AGENT_RECONNECT_MAX },
     ...(e.LLMGW_AGENT_ENGINE_OVERRIDE !== undefined && { engineOverride: e.LLMGW_AGENT_ENGINE_OVERRIDE }),
+    ...(e.LLMGW_AGENT_SIM_ENGINE !== undefined && { simEngine: e.LLMGW_AGENT_SIM_ENGINE }),
     vllmBinary: e.LLMGW_AGENT_VLLM,
-    ...(e.LLMGW_AGENT_LLAMA_SERVER !== undefined && { llamaServerBinary: e.LLMGW_AGENT_LLAMA_SERVER }),
+    llamaServerBinary: e.LLMGW_AGENT_LLAMA_SERVER,
     engineEnvPassthrough: e.LLMGW_AGENT_ENGINE_ENV,
     readyTimeoutMs: e.LLMGW_AGENT_READY_TIMEOUT,
     restartLimit: e.LLMGW_AGENT_RESTART_LIMIT,
