@@ -1,17 +1,17 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
+import { fixturePath } from '@llmgw/testing';
 import { afterAll, describe, expect, it } from 'vitest';
 import { runCli } from '../cli';
 import type { CliIo } from '../cli-io';
 import { COMMANDS } from './index';
 import { parseInventory, planCommand, type Plan } from './plan.command';
 
-const FIXTURES = resolve(__dirname, '../__fixtures__');
-const CATALOG = join(FIXTURES, 'plan-catalog.yaml');
-const UNPLACEABLE = join(FIXTURES, 'plan-catalog-unplaceable.yaml');
-const INVENTORY = join(FIXTURES, 'plan-inventory.json');
-const INVALID_INVENTORY = join(FIXTURES, 'plan-inventory-invalid.json');
+const CATALOG = fixturePath('llmgw-plan', 'plan-catalog.yaml');
+const UNPLACEABLE = fixturePath('llmgw-plan', 'plan-catalog-unplaceable.yaml');
+const INVENTORY = fixturePath('llmgw-plan', 'plan-inventory.json');
+const INVALID_INVENTORY = fixturePath('llmgw-plan', 'plan-inventory-invalid.json');
 
 const dir = mkdtempSync(join(tmpdir(), 'llmgw-plan-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
