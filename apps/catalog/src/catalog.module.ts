@@ -13,9 +13,7 @@ import { KeysApiController } from './keys/keys-api.controller';
 import { AdminTokensController, SECRET_BYTES } from './tokens/admin-tokens.controller';
 import { USAGE_CLOCK, UsageController } from './usage/usage.controller';
 import { KeysApiService, type KeysApiStore } from './keys/keys-api.service';
-
-/** The wall clock the API's services read (one, for every provider that needs it). */
-const SYSTEM_CLOCK = { now: (): number => Date.now() };
+import { systemClock } from '@llmgw/domain';
 
 /** What llmgw-catalog is built from: its validated config, its logger and its metrics registry. */
 export interface CatalogModuleOptions {
@@ -46,11 +44,11 @@ export class CatalogModule {
           useFactory: (store: CatalogApiStore, logger: Logger) => new CatalogApiService(store, logger),
         },
         { provide: SECRET_BYTES, useValue: randomBytes },
-        { provide: USAGE_CLOCK, useValue: SYSTEM_CLOCK },
+        { provide: USAGE_CLOCK, useValue: systemClock },
         {
           provide: KeysApiService,
           inject: [CATALOG_STORE, SECRET_BYTES],
-          useFactory: (store: KeysApiStore, bytes: (n: number) => Buffer) => new KeysApiService(store, bytes, SYSTEM_CLOCK),
+          useFactory: (store: KeysApiStore, bytes: (n: number) => Buffer) => new KeysApiService(store, bytes, systemClock),
         },
         problemFilterProvider({
           context: 'CatalogApi',

@@ -7,3 +7,9 @@ export interface Clock {
 export interface Rng {
   next(): number;
 }
+
+/** Runs callbacks later. Pure code that must wait takes a Scheduler; tests drive time by hand. */
+export interface Scheduler {
+  /** Calls `fn` once after about `delayMs` ms; the returned function cancels it if not yet run. */
+  schedule(delayMs: number, fn: () => void): () => void;
+}

@@ -1,5 +1,6 @@
 export * from './backoff';
 export * from './clock';
+export * from './system-time';
 export * from './errors';
 export * from './error-status';
 export * from './engine';

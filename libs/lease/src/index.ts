@@ -2,6 +2,4 @@ export * from './lease-store.port';
 export * from './leadership.port';
 export * from './leader.elector';
 export * from './always-leader.elector';
-export * from './scheduler.port';
-export * from './timer.scheduler';
 export * from './leader.follower';

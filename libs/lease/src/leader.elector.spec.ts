@@ -1,10 +1,9 @@
-import { DomainError, ErrorCode, type Clock, type Rng } from '@llmgw/domain';
+import { DomainError, ErrorCode, type Clock, type Rng, type Scheduler } from '@llmgw/domain';
 import { describe, expect, it } from 'vitest';
 import { AlwaysLeader } from './always-leader.elector';
 import { LeaderElector, randomOwnerId, type LeaderElectorOptions } from './leader.elector';
 import type { LeadershipEnd, LeadershipTerm } from './leadership.port';
 import { NO_FENCE, type LeaseRecord, type LeaseStore } from './lease-store.port';
-import type { Scheduler } from './scheduler.port';
 
 // The elector against an in-memory store with the SQL statement's semantics; the same cases run
 // against SQLite and PostgreSQL in libs/store (lease.repository.spec.ts).

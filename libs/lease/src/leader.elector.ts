@@ -1,7 +1,6 @@
-import { DomainError, ErrorCode, type Clock, type Problem, type Rng } from '@llmgw/domain';
+import { DomainError, ErrorCode, type Clock, type Problem, type Rng, type Scheduler } from '@llmgw/domain';
 import type { Leadership, LeadershipCallbacks, LeadershipEnd, LeadershipEndReason, LeadershipTerm } from './leadership.port';
 import type { Fence, LeaseStore } from './lease-store.port';
-import type { Scheduler } from './scheduler.port';
 
 /** Lease name the controllers share unless configured otherwise. */
 export const DEFAULT_LEASE_NAME = 'controller';

@@ -1,4 +1,4 @@
-import type { Clock } from '@llmgw/domain';
+import { systemClock, type Clock } from '@llmgw/domain';
 import type { DataSource } from 'typeorm';
 import { TypeormAdminTokenRepository } from './admin-token.repository';
 import { TypeormApiKeyRepository } from './api-key.repository';
@@ -40,8 +40,6 @@ export interface Store {
   /** Closes the connection or pool. */
   close(): Promise<void>;
 }
-
-const systemClock: Clock = { now: () => Date.now() };
 
 /**
  * Opens the store at `url` (`sqlite:<path>` or `postgres://…`; see parseDatabaseUrl), applies

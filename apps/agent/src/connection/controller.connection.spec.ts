@@ -1,3 +1,4 @@
+import { timerScheduler, type Scheduler } from '@llmgw/domain';
 // ControllerConnection in process against fake controllers over real gRPC: the reconnect
 // schedule (what delay follows what), a controller that never answers, and the stream protocol.
 import { SeededRng, testGrpcTlsEnv, waitFor } from '@llmgw/testing';
@@ -6,7 +7,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { SILENT_LOGGER } from '../runtime/agent.logger';
 import { FakeController } from '../runtime/test/fake-controller.harness';
 import { controllerClientFactory } from './controller.clients';
-import { ControllerConnection, type AgentSession, type ConnectionSettings, type ControllerCommand, type Timers } from './controller.connection';
+import { ControllerConnection, type AgentSession, type ConnectionSettings, type ControllerCommand } from './controller.connection';
 
 const REGISTER: Register = { nodeId: 'n-1', address: '127.0.0.1', labels: {}, gpus: [], cpuCores: 2, memoryBytes: 1, replicas: [], agentVersion: '' };
 
@@ -24,14 +25,11 @@ class StubSession implements AgentSession {
 }
 
 /** Real timers, with every reconnect delay recorded (heartbeat and welcome timers pass through). */
-class RecordingTimers implements Timers {
+class RecordingTimers implements Scheduler {
   readonly delays: number[] = [];
-  setTimeout(fn: () => void, ms: number): NodeJS.Timeout {
+  schedule(ms: number, fn: () => void): () => void {
     this.delays.push(ms);
-    return setTimeout(fn, ms);
-  }
-  clearTimeout(t: NodeJS.Timeout | undefined): void {
-    clearTimeout(t);
+    return timerScheduler.schedule(ms, fn);
   }
 }
 
@@ -45,10 +43,10 @@ describe('ControllerConnection (in process, real gRPC)', () => {
     await Promise.all(controllers.splice(0).map((c) => c.stop()));
   });
 
-  function connect(settings: Partial<ConnectionSettings> & Pick<ConnectionSettings, 'controllers'>, timers?: Timers, session = new StubSession()): ControllerConnection {
+  function connect(settings: Partial<ConnectionSettings> & Pick<ConnectionSettings, 'controllers'>, timers?: Scheduler, session = new StubSession()): ControllerConnection {
     const connection = new ControllerConnection(
       { reconnect: { minMs: 40, maxMs: 400 }, defaultHeartbeatMs: 1_000, welcomeTimeoutMs: 5_000, ...settings },
-      { session, logger: SILENT_LOGGER, rng: new SeededRng(1), ...(timers && { timers }), onFatal: () => undefined, createClient: tlsClients },
+      { session, logger: SILENT_LOGGER, rng: new SeededRng(1), ...(timers && { scheduler: timers }), onFatal: () => undefined, createClient: tlsClients },
     );
     connections.push(connection);
     connection.start();

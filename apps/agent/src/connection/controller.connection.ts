@@ -1,5 +1,5 @@
 import { Metadata, status, type ClientDuplexStream, type StatusObject } from '@grpc/grpc-js';
-import type { Rng } from '@llmgw/domain';
+import { timerScheduler, type Rng, type Scheduler } from '@llmgw/domain';
 import type { AgentServiceClient, ConnectRequest, ConnectResponse, Heartbeat, Register } from '@llmgw/proto';
 import { LeaderFollower, type FollowBounds } from '@llmgw/lease';
 import { errorMessage, type AgentLogger } from '../runtime/agent.logger';
@@ -36,17 +36,12 @@ export interface StreamState {
   lastListing?: string;
 }
 
-/** Timer functions, injectable for tests. */
-export interface Timers {
-  setTimeout(fn: () => void, ms: number): NodeJS.Timeout;
-  clearTimeout(timer: NodeJS.Timeout | undefined): void;
-}
-
 export interface ConnectionDeps {
   readonly session: AgentSession;
   readonly logger: AgentLogger;
   readonly rng: Rng;
-  readonly timers?: Timers;
+  /** Timers (the reconnect delay, heartbeats, the Welcome deadline); the runtime's by default. */
+  readonly scheduler?: Scheduler;
   /** Makes a client for one address (controller.clients.ts). */
   readonly createClient: (address: string) => AgentServiceClient;
   /** The controller refused this agent (bad join token): the agent must stop, not retry. */
@@ -78,10 +73,7 @@ export class JoinRejectedError extends Error {
   }
 }
 
-const REAL_TIMERS: Timers = {
-  setTimeout: (fn, ms) => setTimeout(fn, ms),
-  clearTimeout: (t) => clearTimeout(t),
-};
+const NONE = (): void => undefined;
 
 /**
  * The agent's end of `AgentService.Connect`. Connects to any controller in the list and moves
@@ -92,22 +84,25 @@ const REAL_TIMERS: Timers = {
  * token stops the connection for good and calls `onFatal`.
  */
 export class ControllerConnection {
-  private readonly timers: Timers;
+  private readonly scheduler: Scheduler;
   private readonly clients = new Map<string, AgentServiceClient>();
   private call: ClientDuplexStream<ConnectRequest, ConnectResponse> | undefined;
   private welcomed = false;
   private stopped = true;
   private readonly follower: LeaderFollower;
-  private reconnectTimer: NodeJS.Timeout | undefined;
-  private heartbeatTimer: NodeJS.Timeout | undefined;
-  private welcomeTimer: NodeJS.Timeout | undefined;
+  /** Cancels the pending reconnect timer (a no-op when none is pending). */
+  private cancelReconnect: () => void = NONE;
+  /** Cancels the pending heartbeat timer (a no-op when none is pending). */
+  private cancelHeartbeat: () => void = NONE;
+  /** Cancels the pending welcome timer (a no-op when none is pending). */
+  private cancelWelcome: () => void = NONE;
 
   constructor(
     private readonly settings: ConnectionSettings,
     private readonly deps: ConnectionDeps,
   ) {
     this.follower = new LeaderFollower(settings.controllers, settings.reconnect, deps.rng);
-    this.timers = deps.timers ?? REAL_TIMERS;
+    this.scheduler = deps.scheduler ?? timerScheduler;
   }
 
   /** True while a leader has welcomed this agent on the current stream. */
@@ -124,9 +119,9 @@ export class ControllerConnection {
   /** Ends the stream and stops reconnecting. */
   stop(): void {
     this.stopped = true;
-    this.timers.clearTimeout(this.reconnectTimer);
-    this.timers.clearTimeout(this.heartbeatTimer);
-    this.timers.clearTimeout(this.welcomeTimer);
+    this.cancelReconnect();
+    this.cancelHeartbeat();
+    this.cancelWelcome();
     const call = this.call;
     this.call = undefined;
     if (call) {
@@ -168,7 +163,7 @@ export class ControllerConnection {
       if (!payload) return;
       switch (payload.$case) {
         case 'welcome': {
-          this.timers.clearTimeout(this.welcomeTimer);
+          this.cancelWelcome();
           this.welcomed = true;
           this.follower.connected();
           if (payload.value.nodeSecret !== undefined) this.keepSecret(payload.value.nodeSecret);
@@ -179,7 +174,7 @@ export class ControllerConnection {
           return;
         }
         case 'notLeader':
-          this.timers.clearTimeout(this.welcomeTimer);
+          this.cancelWelcome();
           notLeader = { ...(payload.value.leaderAddress !== undefined && payload.value.leaderAddress !== '' && { leaderAddress: payload.value.leaderAddress }) };
           call.end();
           return;
@@ -190,11 +185,11 @@ export class ControllerConnection {
     });
     call.on('error', () => undefined); // every end, error or not, is handled once from 'status'
     call.on('status', (s: StatusObject) => this.onEnd(call, address, s, notLeader));
-    this.welcomeTimer = this.timers.setTimeout(() => {
+    this.cancelWelcome = this.scheduler.schedule(this.settings.welcomeTimeoutMs, () => {
       if (this.call !== call || this.welcomed) return;
       this.deps.logger.warn({ controller: address, timeoutMs: this.settings.welcomeTimeoutMs }, 'no Welcome from the controller; reconnecting');
       call.cancel();
-    }, this.settings.welcomeTimeoutMs);
+    });
 
     // 1. Register first; the controller answers Welcome or NotLeader.
     this.deps.session.register().then(
@@ -225,8 +220,8 @@ export class ControllerConnection {
   private onEnd(call: ClientDuplexStream<ConnectRequest, ConnectResponse>, address: string, s: StatusObject, notLeader: { leaderAddress?: string } | undefined): void {
     if (this.call !== call) return;
     this.call = undefined;
-    this.timers.clearTimeout(this.heartbeatTimer);
-    this.timers.clearTimeout(this.welcomeTimer);
+    this.cancelHeartbeat();
+    this.cancelWelcome();
     const wasWelcomed = this.welcomed;
     this.welcomed = false;
     if (wasWelcomed) this.deps.onLeaderChange?.(false);
@@ -245,12 +240,12 @@ export class ControllerConnection {
       const level = wasWelcomed ? 'warn' : 'info';
       this.deps.logger[level]({ controller: address, code: status[s.code] ?? s.code, details: s.details, delayMs: delay }, 'controller stream ended; reconnecting');
     }
-    this.reconnectTimer = this.timers.setTimeout(() => this.open(), delay);
+    this.cancelReconnect = this.scheduler.schedule(delay, () => this.open());
   }
 
   /** Heartbeats on a fixed cadence: the next is due `interval` after the previous was due. */
   private scheduleHeartbeat(call: ClientDuplexStream<ConnectRequest, ConnectResponse>, stream: StreamState, interval: number, delay: number): void {
-    this.heartbeatTimer = this.timers.setTimeout(() => {
+    this.cancelHeartbeat = this.scheduler.schedule(delay, () => {
       if (this.call !== call) return;
       const due = performance.now();
       this.deps.session.heartbeat(stream).then(
@@ -264,6 +259,6 @@ export class ControllerConnection {
           if (this.call === call) this.scheduleHeartbeat(call, stream, interval, interval);
         },
       );
-    }, delay);
+    });
   }
 }

@@ -1,6 +1,6 @@
 import { randomInt } from 'node:crypto';
-import type { Clock, Rng } from '@llmgw/domain';
-import { AlwaysLeader, holderRenewing, LeaderElector, timerScheduler, type Fence, type Leadership, type LeadershipEnd, type LeadershipTerm } from '@llmgw/lease';
+import { timerScheduler, type Clock, type Rng } from '@llmgw/domain';
+import { AlwaysLeader, holderRenewing, LeaderElector, type Fence, type Leadership, type LeadershipEnd, type LeadershipTerm } from '@llmgw/lease';
 import type { Logger } from 'pino';
 import { AdvertisedLeaseStore, type Advertised, type LeaseHolder, type LeaseReader } from './advertised-lease.store';
 

@@ -5,8 +5,8 @@
 // start: new owner id). Usage: node tools/run.cjs elector.child.ts '<json settings>'
 import { appendFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
-import type { Clock, Rng } from '@llmgw/domain';
-import { LeaderElector, timerScheduler } from '@llmgw/lease';
+import { timerScheduler, type Clock, type Rng } from '@llmgw/domain';
+import { LeaderElector } from '@llmgw/lease';
 import { openStore } from '../store.factory';
 
 interface Settings {
