@@ -6,10 +6,16 @@
 // same workload in the same run.
 // Workloads: shared (multi-turn conversations over 20 system prompts of ~2k tokens), random (a
 // fresh ~2k-token prompt per request: the negative control), hot (half the conversations on one
-// system prompt).
+// system prompt), churn (the shared workload for a fixed time, closed loop; mid-run the controller
+// removes one replica and adds a fresh one: how long the hit rate takes to come back).
+// The engines are calibrated to vLLM serving Llama 3.1 8B on one L4 (sim-engine --profile
+// l4-llama-3.1-8b; tools/sim-engine/README.md, "Calibration").
 // Usage: node tools/run.cjs tools/bench/routing.bench.ts [--clients 16] [--turns 4] [--conversations 5]
-//        [--policies round-robin,least-load,prefix-affinity] [--workloads shared,random,hot] [--routers 1]
-//        [--no-write]
+//        [--policies round-robin,least-load,prefix-affinity] [--workloads shared,random,hot,churn] [--routers 1]
+//        [--churn-seconds 90] [--no-write]
+// The churn workload routes through a controller's watch stream (a fake controller serving the real
+// RouterService contract), since a static config cannot change under a running router; it writes
+// its own section ("under churn").
 // --routers 1,3 runs every policy and workload behind one router and then behind three (each with
 // the same static config, sharing nothing; client i sends to router i mod 3), to show that N
 // routers agree on where a prefix goes; it writes its own section ("one router against three").
@@ -18,7 +24,9 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import * as os from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { runTsEntry, spawnProcess, stopAllSpawned, type SpawnedProcess } from '@llmgw/testing';
+import { EngineKind, RoutingPolicy, type EndpointSnapshot } from '@llmgw/proto';
+import { inheritedTestEnv, runTsEntry, spawnProcess, stopAllSpawned, useTestPki, waitFor, type SpawnedProcess } from '@llmgw/testing';
+import { FakeController } from '../../apps/router/src/test/router.harness';
 import { machineLine, percentile, printTable, writeSection } from './bench-report';
 
 const { values: args } = parseArgs({
@@ -27,7 +35,8 @@ const { values: args } = parseArgs({
     turns: { type: 'string', default: '4' },
     conversations: { type: 'string', default: '5' },
     policies: { type: 'string', default: 'round-robin,least-load,prefix-affinity' },
-    workloads: { type: 'string', default: 'shared,random,hot' },
+    workloads: { type: 'string', default: 'shared,random,hot,churn' },
+    'churn-seconds': { type: 'string', default: '90' },
     routers: { type: 'string', default: '1' },
     'no-write': { type: 'boolean', default: false },
   },
@@ -43,14 +52,17 @@ const ROUTER_COUNTS = args.routers.split(',').map(Number);
 for (const n of ROUTER_COUNTS) if (!Number.isInteger(n) || n < 1 || n > 8) throw new Error(`--routers: expected router counts 1..8, got ${args.routers}`);
 const WORKLOADS = args.workloads.split(',');
 for (const p of POLICIES) if (!['round-robin', 'least-load', 'prefix-affinity'].includes(p)) throw new Error(`--policies: unknown policy ${p}`);
-for (const w of WORKLOADS) if (!['shared', 'random', 'hot'].includes(w)) throw new Error(`--workloads: unknown workload ${w}`);
+for (const w of WORKLOADS) if (!['shared', 'random', 'hot', 'churn'].includes(w)) throw new Error(`--workloads: unknown workload ${w}`);
+const CHURN_SECONDS = Number(args['churn-seconds']);
+if (!Number.isInteger(CHURN_SECONDS) || CHURN_SECONDS < 30 || CHURN_SECONDS > 600) throw new Error(`--churn-seconds: expected a whole number 30..600, got ${args['churn-seconds']}`);
 
 const REPLICAS = 8;
 const SYSTEM_PROMPTS = 20;
 const PROMPT_WORDS = 2000; // ~2k tokens in sim-engine's tokenizer (about one per word)
 const MAX_TOKENS = 16;
 const MODEL = 'm';
-const ENGINE_ARGS = ['--engine', 'vllm', '--served-model-name', MODEL, '--prefix-cache', '--output-tokens', String(MAX_TOKENS), '--output-jitter', '0'];
+const PROFILE = 'l4-llama-3.1-8b';
+const ENGINE_ARGS = ['--engine', 'vllm', '--served-model-name', MODEL, '--profile', PROFILE, '--prefix-cache', '--output-tokens', String(MAX_TOKENS), '--output-jitter', '0'];
 
 /** Deterministic pseudo-random words (xorshift), so every run sends the same prompts. */
 function words(seed: number, n: number): string {
@@ -198,11 +210,182 @@ async function run(dir: string, policy: string, workload: string, routerCount: n
   return { requests: ttft.length, ttft, tokensPerSecond: tokens / seconds, hitRate: queries > 0 ? hits / queries : 0, maxOverMeanRunning: mean > 0 ? Math.max(...averages) / mean : 0 };
 }
 
-async function main(): Promise<void> {
-  const dir = mkdtempSync(join(os.tmpdir(), 'llmgw-routing-bench-'));
+// ---------------------------------------------------------------------------------------------
+// (d) churn: one replica removed and a fresh one added mid-run, through a controller's watch.
+
+const POLICY_OF: Record<string, RoutingPolicy> = {
+  'round-robin': RoutingPolicy.ROUTING_POLICY_ROUND_ROBIN,
+  'least-load': RoutingPolicy.ROUTING_POLICY_LEAST_LOAD,
+  'prefix-affinity': RoutingPolicy.ROUTING_POLICY_PREFIX_AFFINITY,
+};
+
+/** The controller's snapshot: `members` of `engines` serving MODEL under `policy`. */
+function churnSnapshot(revision: number, engines: readonly Engine[], members: readonly number[], policy: string): EndpointSnapshot {
+  return {
+    revision,
+    endpoints: members.map((i) => ({ replicaId: `r${i}`, model: MODEL, url: engines[i].url, engine: EngineKind.ENGINE_KIND_VLLM, nodeId: `node-${i}`, suspect: false })),
+    catalog: { revision: 1, models: [{ name: MODEL, aliases: [], engine: EngineKind.ENGINE_KIND_VLLM, metrics: undefined, endpoints: [], routing: { policy: POLICY_OF[policy] } }] },
+  };
+}
+
+async function startWatchingRouter(dir: string, controller: FakeController, policy: string, index: number): Promise<{ proc: SpawnedProcess; url: string }> {
+  const proc = await spawnProcess({
+    ...runTsEntry('apps/router/src/main.ts'),
+    name: `llmgw-router-churn-${policy}-${index}`,
+    cleanEnv: true,
+    env: {
+      ...inheritedTestEnv(),
+      LLMGW_ROUTER_PORT: '0',
+      LLMGW_DATA_DIR: dir,
+      LLMGW_ROUTER_ID: `bench-router-${index}`,
+      LLMGW_ROUTER_CONTROLLER: controller.address,
+      LLMGW_LOG_LEVEL: 'info',
+      LLMGW_ROUTER_SCRAPE_INTERVAL: '200ms',
+    },
+    readyWhen: { stdoutMatch: /llmgw-router listening on (http:\/\/127\.0\.0\.1:\d+)/ },
+    deadlineMs: 60_000,
+  });
+  const url = proc.readyMatch?.[1] ?? '';
+  await waitFor(async () => (await fetch(`${url}/readyz`).catch(() => undefined))?.status === 200 || undefined, { deadlineMs: 30_000, intervalMs: 100, message: `router ${index} ready on the first snapshot` });
+  return { proc, url };
+}
+
+interface ChurnResult {
+  readonly requests: number;
+  /** Hit rate over the 20 s before the change. */
+  readonly before: number;
+  /** Hit rate in each 5 s window after the change. */
+  readonly after: readonly number[];
+  /** Seconds from the change to the end of the first 5 s window within 5 points of `before`; undefined = never. */
+  readonly recoveredS: number | undefined;
+  readonly ttftBefore: number[];
+  readonly ttftAfter: number[];
+}
+
+async function runChurn(dir: string, policy: string, routerCount: number): Promise<ChurnResult> {
+  // Nine engines: r0..r7 serve at first; at mid-run r3 leaves and r8 (cold) joins.
+  const engines = await Promise.all(Array.from({ length: REPLICAS + 1 }, (_, i) => startEngine(i)));
+  const controller = new FakeController();
+  await controller.start();
+  try {
+    const initial = Array.from({ length: REPLICAS }, (_, i) => i);
+    controller.publish(churnSnapshot(1, engines, initial, policy));
+    const routers = await Promise.all(Array.from({ length: routerCount }, (_, i) => startWatchingRouter(dir, controller, policy, i)));
+    const changeAtS = Math.floor(CHURN_SECONDS / 2);
+    // Per-second samples of the engines' summed prefix-cache counters.
+    const samples: { t: number; hits: number; queries: number }[] = [];
+    const started = performance.now();
+    const elapsedS = (): number => (performance.now() - started) / 1000;
+    let done = false;
+    let changed = false;
+    const sampler = (async () => {
+      while (!done) {
+        const texts = await Promise.all(engines.map(async (e) => (await fetch(`${e.url}/metrics`)).text()));
+        samples.push({
+          t: elapsedS(),
+          hits: texts.reduce((sum, t) => sum + metricSum(t, 'vllm:prefix_cache_hits_total'), 0),
+          queries: texts.reduce((sum, t) => sum + metricSum(t, 'vllm:prefix_cache_queries_total'), 0),
+        });
+        if (!changed && elapsedS() >= changeAtS) {
+          changed = true;
+          controller.publish(churnSnapshot(2, engines, [...initial.filter((i) => i !== 3), REPLICAS], policy));
+        }
+        await new Promise((r) => setTimeout(r, 1_000));
+      }
+    })();
+    const ttft: { at: number; ms: number }[] = [];
+    await Promise.all(
+      Array.from({ length: CLIENTS }, async (_, client) => {
+        for (let c = 0; elapsedS() < CHURN_SECONDS; c++) {
+          const messages: { role: string; content: string }[] = [{ role: 'system', content: systemFor('shared', client, c, 0) }];
+          for (let turn = 0; turn < TURNS && elapsedS() < CHURN_SECONDS; turn++) {
+            messages.push({ role: 'user', content: `Client ${client}, conversation ${c}, question ${turn}: ${words(client * 1_000 + c * 10 + turn, 20)}` });
+            const at = elapsedS();
+            const r = await ask(routers[client % routers.length].url, messages);
+            ttft.push({ at, ms: r.ttftMs });
+            messages.push({ role: 'assistant', content: r.text });
+          }
+        }
+      }),
+    );
+    done = true;
+    await sampler;
+    const rateBetween = (from: number, to: number): number | undefined => {
+      const a = samples.filter((x) => x.t >= from).at(0);
+      const b = samples.filter((x) => x.t <= to).at(-1);
+      if (a === undefined || b === undefined || b.queries - a.queries <= 0) return undefined;
+      return (b.hits - a.hits) / (b.queries - a.queries);
+    };
+    const before = rateBetween(changeAtS - 20, changeAtS) ?? 0;
+    const after: number[] = [];
+    let recoveredS: number | undefined;
+    for (let w = changeAtS; w + 5 <= CHURN_SECONDS; w += 5) {
+      const rate = rateBetween(w, w + 5) ?? 0;
+      after.push(rate);
+      if (recoveredS === undefined && rate >= before - 0.05) recoveredS = w + 5 - changeAtS;
+    }
+    return {
+      requests: ttft.length,
+      before,
+      after,
+      recoveredS,
+      ttftBefore: ttft.filter((x) => x.at >= changeAtS - 20 && x.at < changeAtS).map((x) => x.ms),
+      ttftAfter: ttft.filter((x) => x.at >= changeAtS && x.at < changeAtS + 30).map((x) => x.ms),
+    };
+  } finally {
+    controller.stop();
+    await stopAllSpawned();
+  }
+}
+
+async function churnSection(dir: string): Promise<void> {
+  const pki = await useTestPki();
+  const rows: string[][] = [['policy', 'routers', 'requests', 'hit rate 20 s before', 'hit rate per 5 s after (first six)', 'recovered within', 'mean TTFT before ms', 'mean TTFT 30 s after ms']];
+  const mean = (xs: readonly number[]): string => (xs.length === 0 ? '-' : (xs.reduce((s, v) => s + v, 0) / xs.length).toFixed(1));
+  const pct = (x: number): string => `${(100 * x).toFixed(1)} %`;
+  try {
+    for (const policy of POLICIES) {
+      for (const routerCount of ROUTER_COUNTS) {
+        const r = await runChurn(dir, policy, routerCount);
+        rows.push([
+          policy,
+          String(routerCount),
+          String(r.requests),
+          pct(r.before),
+          r.after.slice(0, 6).map((x) => (100 * x).toFixed(0)).join(' / '),
+          r.recoveredS === undefined ? 'not within the run' : `${r.recoveredS} s`,
+          mean(r.ttftBefore),
+          mean(r.ttftAfter),
+        ]);
+        process.stdout.write(`churn ${policy} ${routerCount} router(s): ${r.requests} requests, hit rate ${pct(r.before)} before, recovered ${r.recoveredS ?? '-'} s\n`);
+      }
+    }
+  } finally {
+    rmSync(pki.dir, { recursive: true, force: true });
+  }
+  printTable(rows);
+  if (args['no-write']) return;
+  const given = process.argv.slice(2).filter((a) => a !== '--no-write');
+  const path = writeSection(
+    'routing-churn',
+    'Routing over 8 sim-engine replicas under churn',
+    [
+      `Command: \`npm run bench:routing${given.length > 0 ? ` -- ${given.join(' ')}` : ''}\` (the churn workload; \`node tools/run.cjs tools/bench/routing.bench.ts\`).`,
+      '',
+      machineLine(os.cpus(), os.totalmem()),
+      '',
+      `Setup: 9 sim-engine replicas (vLLM flavour, --profile ${PROFILE}: Llama 3.1 8B on one L4, prefix cache on, ${MAX_TOKENS} output tokens); the router${ROUTER_COUNTS.some((n) => n > 1) ? 's follow' : ' follows'} a controller's watch stream (a fake controller on the real RouterService contract) that first lists r0..r7 and, ${Math.floor(CHURN_SECONDS / 2)} s into a ${CHURN_SECONDS} s run, removes r3 and adds r8 (cold cache). ${CLIENTS} streaming clients in a closed loop run the shared workload (${SYSTEM_PROMPTS} system prompts of ~${PROMPT_WORDS} tokens, conversations of ${TURNS} turns) for the whole run. Hit rate = the engines' summed vllm:prefix_cache_hits_total ÷ queries_total over the window, sampled every second. "Recovered within" = the end of the first 5 s window after the change whose hit rate is within 5 points of the 20 s before it.`,
+      '',
+      [`| ${rows[0].join(' | ')} |`, `|${rows[0].map(() => '---').join('|')}|`, ...rows.slice(1).map((r) => `| ${r.join(' | ')} |`)].join('\n'),
+    ].join('\n'),
+  );
+  process.stdout.write(`wrote ${path}\n`);
+}
+
+async function matrixSection(dir: string): Promise<void> {
   const rows: string[][] = [['workload', 'policy', 'routers', 'requests', 'mean TTFT ms', 'p50 ms', 'p99 ms', 'mean vs RR', 'p99 vs RR', 'output tok/s', 'cache hit rate', 'max/mean running']];
   try {
-    for (const workload of WORKLOADS) {
+    for (const workload of WORKLOADS.filter((w) => w !== 'churn')) {
       let base: { mean: number; p99: number } | undefined;
       for (const policy of POLICIES) {
         for (const routerCount of ROUTER_COUNTS) {
@@ -231,7 +414,6 @@ async function main(): Promise<void> {
     }
   } finally {
     await stopAllSpawned();
-    rmSync(dir, { recursive: true, force: true });
   }
   printTable(rows);
   if (args['no-write']) return;
@@ -247,12 +429,23 @@ async function main(): Promise<void> {
       '',
       machineLine(os.cpus(), os.totalmem()),
       '',
-      `Setup: 8 sim-engine replicas (vLLM flavour, prefix cache on, default prefill 10000 tok/s and decode 50 tok/s, ${MAX_TOKENS} output tokens) behind ${several ? `${ROUTER_COUNTS.join(' or ')} llmgw-routers (each with the same static config, sharing nothing; client i sends to router i mod N)` : 'one llmgw-router'} (scrapes every 200 ms), fresh engines and routers for every run. ${CLIENTS} streaming clients in a closed loop, each ${CONVERSATIONS} conversations of ${TURNS} turns (each turn resends the conversation so far). Workloads: shared = ${SYSTEM_PROMPTS} system prompts of ~${PROMPT_WORDS} tokens; random = a fresh ~${PROMPT_WORDS}-token prompt every request; hot = half the conversations on one system prompt. TTFT = time to the first content chunk at the client. Hit rate = vllm:prefix_cache_hits_total ÷ vllm:prefix_cache_queries_total summed over the engines. max/mean running = the busiest replica's average running sequences over the mean of all replicas' averages (sampled every 50 ms). Ratios "vs RR" are round-robin's value (behind ${ROUTER_COUNTS[0]} router${ROUTER_COUNTS[0] > 1 ? 's' : ''}) ÷ this row's (above 1 = better). Round-robin here is the router's round-robin policy. Engines, routers and clients share the machine's cores, so TTFT moves between runs with whatever else runs; hit rate and max/mean running move less. Not yet measured: churn.`,
+      `Setup: 8 sim-engine replicas (vLLM flavour, --profile ${PROFILE}: Llama 3.1 8B on one L4, i.e. prefill 3500 tok/s, decode 15 tok/s, 30,720 KV tokens; tools/sim-engine/README.md, "Calibration"; prefix cache on, ${MAX_TOKENS} output tokens) behind ${several ? `${ROUTER_COUNTS.join(' or ')} llmgw-routers (each with the same static config, sharing nothing; client i sends to router i mod N)` : 'one llmgw-router'} (scrapes every 200 ms), fresh engines and routers for every run. ${CLIENTS} streaming clients in a closed loop, each ${CONVERSATIONS} conversations of ${TURNS} turns (each turn resends the conversation so far). Workloads: shared = ${SYSTEM_PROMPTS} system prompts of ~${PROMPT_WORDS} tokens; random = a fresh ~${PROMPT_WORDS}-token prompt every request; hot = half the conversations on one system prompt. TTFT = time to the first content chunk at the client. Hit rate = vllm:prefix_cache_hits_total ÷ vllm:prefix_cache_queries_total summed over the engines. max/mean running = the busiest replica's average running sequences over the mean of all replicas' averages (sampled every 50 ms). Ratios "vs RR" are round-robin's value (behind ${ROUTER_COUNTS[0]} router${ROUTER_COUNTS[0] > 1 ? 's' : ''}) ÷ this row's (above 1 = better). Round-robin here is the router's round-robin policy. Engines, routers and clients share the machine's cores, so TTFT moves between runs with whatever else runs; hit rate and max/mean running move less. Churn has its own section.`,
       '',
       table,
     ].join('\n'),
   );
   process.stdout.write(`wrote ${path}\n`);
+}
+
+async function main(): Promise<void> {
+  const dir = mkdtempSync(join(os.tmpdir(), 'llmgw-routing-bench-'));
+  try {
+    if (WORKLOADS.some((w) => w !== 'churn')) await matrixSection(dir);
+    if (WORKLOADS.includes('churn')) await churnSection(dir);
+  } finally {
+    await stopAllSpawned();
+    rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 main().catch(async (error: unknown) => {

@@ -26,6 +26,13 @@ describe('parseArgs', () => {
     });
   });
 
+  it('a profile sets speed and KV size from a named GPU class; explicit flags win; an unknown one is refused', () => {
+    expect(config(['--served-model-name', 'm', '--profile', 'l4-llama-3.1-8b'])).toMatchObject({ prefillTps: 3500, decodeTps: 15, kvCapacityTokens: 30720, maxModelLen: 30720 });
+    expect(config(['--served-model-name', 'm', '--profile=l4-llama-3.1-8b', '--decode-tps', '20'])).toMatchObject({ prefillTps: 3500, decodeTps: 20 });
+    expect(problems(['--served-model-name', 'm', '--profile', 'h100'])).toEqual(["--profile: expected one of l4-llama-3.1-8b, got 'h100'"]);
+    expect(problems(['--served-model-name', 'm', '--profile', 'toString'])[0]).toMatch(/^--profile: expected one of/);
+  });
+
   it('accepts a vLLM command line: serve, positional model, several served names, parallelism flags ignored', () => {
     const c = config(['serve', '/models/llama', '--host', '0.0.0.0', '--port', '8001', '--served-model-name', 'a', 'b', '--tensor-parallel-size', '2',
       '--pipeline-parallel-size', '1', '--max-num-seqs', '16', '--max-model-len', '8192', '--gpu-memory-utilization', '0.9', '--enable-prefix-caching',

@@ -53,6 +53,7 @@ type ValueKind = 'int' | 'number' | 'string';
 type Key = keyof RawOptions;
 
 interface RawOptions {
+  profile?: string;
   engine?: string;
   host?: string;
   port?: number;
@@ -103,6 +104,7 @@ const IGNORED_BOOL: FlagSpec = { kind: 'ignored-bool' };
 
 /** Every flag the simulator accepts; see README.md for what each does. */
 const FLAGS: Record<string, FlagSpec> = {
+  '--profile': v('profile', 'string'),
   '--engine': v('engine', 'string'),
   '--host': v('host', 'string'),
   '--port': v('port', 'int'),
@@ -220,6 +222,15 @@ const FLAGS: Record<string, FlagSpec> = {
 const LLAMA_ONLY = new Set(['--alias', '-a', '-m', '-np', '--parallel', '-c', '--ctx-size', '-ngl', '--n-gpu-layers', '--gpu-layers', '--metrics', '--kv-metric', '--slots', '--no-slots']);
 
 /**
+ * Named hardware profiles: the engine speed and KV-cache size of one model on one GPU class,
+ * derived from published figures (README.md, "Calibration"). Explicit flags override a profile.
+ */
+export const PROFILES: Readonly<Record<string, { readonly prefillTps: number; readonly decodeTps: number; readonly kvCapacityTokens: number }>> = {
+  // vLLM serving Llama 3.1 8B (bf16) on one NVIDIA L4 24 GB: KubeAI's prefix-routing benchmark setup.
+  'l4-llama-3.1-8b': { prefillTps: 3_500, decodeTps: 15, kvCapacityTokens: 30_720 },
+};
+
+/**
  * Parses the simulator's argv (without node and the script). Accepts `--flag value` and
  * `--flag=value`; a leading `serve` positional (vLLM's subcommand) is skipped; one more
  * positional is the model path. Every problem is reported, not just the first.
@@ -323,9 +334,14 @@ export function parseArgs(argv: readonly string[]): ParseResult {
   }
 
   const llama = engine === 'llamacpp';
+  let profile: (typeof PROFILES)[string] | undefined;
+  if (raw.profile !== undefined) {
+    profile = Object.hasOwn(PROFILES, raw.profile) ? PROFILES[raw.profile] : undefined;
+    if (profile === undefined) problems.push(`--profile: expected one of ${Object.keys(PROFILES).join(', ')}, got '${raw.profile}'`);
+  }
   const blockSize = raw.blockSize ?? 16;
   const maxRunning = raw.maxRunning ?? (llama ? 4 : 256);
-  let kvCapacityTokens = raw.kvCapacityTokens ?? (llama ? 16_384 : 131_072);
+  let kvCapacityTokens = raw.kvCapacityTokens ?? profile?.kvCapacityTokens ?? (llama ? 16_384 : 131_072);
   if (raw.gpuBlocks !== undefined) {
     if (raw.kvCapacityTokens !== undefined) problems.push('--num-gpu-blocks-override and --kv-capacity-tokens both given: use one');
     kvCapacityTokens = raw.gpuBlocks * blockSize;
@@ -342,8 +358,8 @@ export function parseArgs(argv: readonly string[]): ParseResult {
     modelPath,
     maxRunning,
     maxBatchedTokens: raw.maxBatchedTokens ?? Math.max(maxRunning, llama ? 2048 : 8192),
-    prefillTps: raw.prefillTps ?? 10_000,
-    decodeTps: raw.decodeTps ?? 50,
+    prefillTps: raw.prefillTps ?? profile?.prefillTps ?? 10_000,
+    decodeTps: raw.decodeTps ?? profile?.decodeTps ?? 50,
     batchSlowdown: raw.batchSlowdown ?? 0.02,
     kvCapacityTokens,
     blockSize,
@@ -418,6 +434,7 @@ modelled scheduler. Prints "sim-engine listening on http://HOST:PORT" once bound
   --max-running N              sequences decoding together (--max-num-seqs, -np)
   --max-batched-tokens N       token budget per step (--max-num-batched-tokens, -b)
   --prefill-tps R --decode-tps R --batch-slowdown F
+  --profile l4-llama-3.1-8b    speed and KV size of a real GPU class (README, "Calibration"); flags override
   --kv-capacity-tokens N       KV cache size (-c for llama.cpp) --block-size N --max-model-len N
   --prefix-cache               reuse cached prompt blocks (--enable-prefix-caching)
   --seed N --output-tokens N --output-jitter F --embedding-dim N
