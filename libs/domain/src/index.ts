@@ -3,6 +3,8 @@ export * from './clock';
 export * from './errors';
 export * from './error-status';
 export * from './engine';
+export * from './engine-url';
+export * from './endpoint-snapshot';
 export * from './catalog';
 export * from './node';
 export * from './replica';

@@ -1,7 +1,6 @@
 import { deflateRawSync } from 'node:zlib';
-import type { Endpoint } from '@llmgw/domain';
+import type { CatalogView, Endpoint, EndpointSnapshot, KeySetView } from '@llmgw/domain';
 import * as pb from '@llmgw/proto';
-import type { CatalogView, EndpointSnapshot, KeySetView } from '../publishing/endpoint-sink.port';
 import { apiEndpointToProto, engineToProto, routingToProto } from './proto.mapper';
 
 /** Domain endpoint → wire. */

@@ -1,4 +1,7 @@
-import type { ApiEndpoint, Endpoint, EngineKind, ManagedKey, MetricMapping, ModelRouting } from '@llmgw/domain';
+import type { ApiEndpoint, EngineKind, MetricMapping } from './engine';
+import type { Endpoint } from './replica';
+import type { ManagedKey } from './key-limits';
+import type { ModelRouting } from './catalog';
 
 /** The part of one catalog model a router resolves requests with. */
 export interface ModelView {
