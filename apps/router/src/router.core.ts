@@ -1,5 +1,5 @@
 import { hostname } from 'node:os';
-import type { Clock, Rng } from '@llmgw/domain';
+import type { Clock, EndpointSnapshot, Rng } from '@llmgw/domain';
 import type { RouterServiceClient } from '@llmgw/proto';
 import { buildScorers, EndpointPicker } from '@llmgw/routing';
 import type { Logger } from 'pino';
@@ -10,7 +10,6 @@ import { AdmissionService } from './admission/admission.service';
 import { ApiKeyAuthenticator, loadApiKeysFile } from './auth/api-key.authenticator';
 import type { RouterConfig } from './config/router.config';
 import { EndpointRegistry } from './endpoints/endpoint.registry';
-import type { RoutingSnapshot } from './endpoints/routing-snapshot';
 import { RouterMetrics } from './metrics/router.metrics';
 import type { ApiRequest, ApiResponse } from './proxy/api-exchange';
 import { EnginePool } from './proxy/engine-connection.pool';
@@ -61,7 +60,7 @@ export class RouterCore {
   private readonly pool: EnginePool;
   /** One gRPC client per controller address, made when first needed. */
   private readonly clients = new Map<string, RouterServiceClient>();
-  private readonly seed: RoutingSnapshot | undefined;
+  private readonly seed: EndpointSnapshot | undefined;
   private readonly logger: Logger;
   private started = false;
   private readonly auth: ApiKeyAuthenticator;
@@ -237,7 +236,7 @@ export class RouterCore {
     this.started = true;
     if (this.seed !== undefined) {
       this.endpoints.apply(this.seed, { resync: true });
-      this.logger.info({ endpoints: this.seed.endpoints.length, models: this.seed.models.length }, 'routing table seeded from the config file');
+      this.logger.info({ endpoints: this.seed.endpoints.length, models: this.seed.catalog.models.length }, 'routing table seeded from the config file');
     }
     if (this.watch === undefined) {
       if (this.seed === undefined) this.logger.warn('no controller and no config file: serving no models');

@@ -15,7 +15,7 @@ export function catalogViewToProto(c: CatalogView): pb.CatalogView {
     models: c.models.map((m) => ({
       name: m.name,
       aliases: [...m.aliases],
-      engine: engineToProto(m.engine),
+      engine: m.engine !== undefined ? engineToProto(m.engine) : pb.EngineKind.ENGINE_KIND_UNSPECIFIED,
       ...(m.metrics !== undefined
         ? {
             metrics: {
@@ -26,7 +26,8 @@ export function catalogViewToProto(c: CatalogView): pb.CatalogView {
             },
           }
         : {}),
-      endpoints: m.endpoints.map(apiEndpointToProto),
+      // Empty on the wire = not said (every endpoint allowed), as a router reads it.
+      endpoints: (m.endpoints ?? []).map(apiEndpointToProto),
       ...(m.firstByteTimeoutMs !== undefined ? { firstByteTimeoutMs: m.firstByteTimeoutMs } : {}),
       ...(m.stallTimeoutMs !== undefined ? { stallTimeoutMs: m.stallTimeoutMs } : {}),
       ...(m.routing !== undefined ? { routing: routingToProto(m.routing) } : {}),
