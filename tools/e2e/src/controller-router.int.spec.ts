@@ -25,26 +25,13 @@ const catalog = Catalog.create({
   models: [{ name: 'tiny', aliases: ['t'], source: 'hf://o/tiny@main', size: 1, replicas: 1, profiles: [{ engine: 'vllm', gpuClass: 'H100' }] }],
 });
 
-const registration: NodeRegistration = {
-  id: 'n1',
-  address: '127.0.0.1',
-  labels: {},
-  gpus: [{ index: 0, uuid: 'g0', name: 'H100', gpuClass: 'H100', memoryTotalBytes: 80, healthy: true }],
-  cpuCores: 8,
-  memoryBytes: 64,
-  cacheDir: '/c',
-  cacheEntries: [],
-  replicas: [],
-  agentVersion: '',
-};
+const gpu = { index: 0, uuid: 'g0', name: 'H100', gpuClass: 'H100', memoryTotalBytes: 80, healthy: true };
+const registration: NodeRegistration = { id: 'n1', address: '127.0.0.1', labels: {}, gpus: [gpu], cpuCores: 8, memoryBytes: 64, cacheDir: '/c', cacheEntries: [], replicas: [], agentVersion: '' };
 
 /** A replica the reconciler placed on n1 and asked to start (its port comes with the agent's report). */
 const starting: ReplicaEntry = {
   replica: { id: 'r1', model: 'tiny', profileIndex: 0, engine: 'vllm', members: [{ nodeId: 'n1', rank: 0, gpuIndices: [0] }], state: 'starting', restarts: 0, createdAt: 0, updatedAt: 0 },
-  memberStates: {},
-  persisted: true,
-  dirty: false,
-  fetching: [],
+  memberStates: {}, persisted: true, dirty: false, fetching: [],
 };
 
 const cleanups: (() => unknown)[] = [];

@@ -6,19 +6,7 @@ import type { EndpointSnapshot } from '@llmgw/domain';
 import { EndpointPublisher } from './endpoint.publisher';
 
 const catalog = Catalog.create({
-  models: [
-    { name: 'llama', aliases: ['l'], source: 'hf://o/llama@main', size: 1, replicas: 1, profiles: [{ engine: 'vllm', gpuClass: 'H100' }] },
-    {
-      name: 'tiny',
-      source: 'hf://o/tiny/tiny.gguf@main',
-      size: 1,
-      replicas: 1,
-      metrics: { running: 'my_running' },
-      firstByteTimeout: '20s',
-      stallTimeout: '5s',
-      profiles: [{ engine: 'llamacpp', args: ['--embeddings'] }],
-    },
-  ],
+  models: [{ name: 'llama', aliases: ['l'], source: 'hf://o/llama@main', size: 1, replicas: 1, profiles: [{ engine: 'vllm', gpuClass: 'H100' }] }],
 });
 
 function node(id: string, state: NodeEntry['info']['state'] = 'healthy', address = `10.0.0.${id.slice(-1)}`): NodeEntry {
