@@ -54,6 +54,7 @@ export default [
             { sourceTag: 'lib:catalog', onlyDependOnLibsWithTags: ['lib:domain'] },
             { sourceTag: 'lib:placement', onlyDependOnLibsWithTags: ['lib:domain', 'lib:catalog'] },
             { sourceTag: 'lib:metrics-mappings', onlyDependOnLibsWithTags: ['lib:domain', 'lib:testing'] },
+            { sourceTag: 'lib:control', onlyDependOnLibsWithTags: ['lib:domain', 'lib:catalog', 'lib:placement', 'lib:metrics-mappings'] },
             { sourceTag: 'lib:routing', onlyDependOnLibsWithTags: ['lib:domain', 'lib:metrics-mappings'] },
             { sourceTag: 'lib:lease', onlyDependOnLibsWithTags: ['lib:domain'] },
             { sourceTag: 'lib:limits', onlyDependOnLibsWithTags: ['lib:domain', 'lib:testing'] },
@@ -101,7 +102,7 @@ export default [
   {
     // Pure libraries: no I/O modules (belt and braces for node builtins), no env, clock, timers or
     // randomness.
-    files: ['libs/{domain,catalog,placement,routing,metrics-mappings,lease}/src/**/*.ts'],
+    files: ['libs/{domain,catalog,placement,routing,metrics-mappings,lease,control}/src/**/*.ts'],
     ignores: TEST_FILES,
     rules: {
       'no-restricted-imports': [

@@ -9,7 +9,7 @@
 import * as inspector from 'node:inspector';
 import * as os from 'node:os';
 import { parseArgs } from 'node:util';
-import type { NodeEntry } from '../../apps/controller/src/nodes/node.entry';
+import type { NodeEntry } from '@llmgw/control';
 import { registerClusterMetrics } from '../../apps/controller/src/metrics/cluster.collector';
 import { createMetricsRegistry, type MetricsRegistry } from '@llmgw/observability';
 import { Gauge } from 'prom-client';

@@ -37,6 +37,16 @@ describe('module boundaries', () => {
     expect(text).toMatch(/no-restricted-globals: Unexpected use of 'setTimeout'/);
   }, 60_000);
 
+  it('reports libs/control importing a framework or the store, keeping a timer or drawing Math.random', async () => {
+    const messages = await lint('libs/control/src/__fixtures__/boundary-violation.ts');
+    const text = messages.map((m) => `${m.rule}: ${m.message}`).join('\n');
+    expect(text).toMatch(/@nx\/enforce-module-boundaries: .*type:pure.* not allowed to import "@nestjs\/common"/);
+    expect(text).toMatch(/@nx\/enforce-module-boundaries: .*lib:control/);
+    expect(text).toMatch(/no-restricted-globals: Unexpected use of 'setTimeout'/);
+    expect(text).toMatch(/no-restricted-globals: Unexpected use of 'setInterval'/);
+    expect(text).toMatch(/no-restricted-properties: 'Math.random'/);
+  }, 60_000);
+
   it('reports placement depending on the store', async () => {
     const messages = await lint('libs/placement/src/__fixtures__/imports-store.ts');
     expect(messages).toContainEqual(
@@ -56,8 +66,10 @@ describe('module boundaries', () => {
     );
   }, 60_000);
 
-  it('accepts the domain lib as it is', async () => {
+  it('accepts the domain lib and the control lib as they are', async () => {
     expect(await lint('libs/domain/src/errors.ts')).toEqual([]);
+    expect(await lint('libs/control/src/reconcile.planner.ts')).toEqual([]);
+    expect(await lint('libs/control/src/snapshot.builder.ts')).toEqual([]);
   }, 60_000);
 
   it('accepts the runtime Clock and Scheduler, the one clock and timer a pure lib holds, and hashing with node:crypto', async () => {

@@ -1,5 +1,5 @@
 import { hostname } from 'node:os';
-import type { Clock, Rng } from '@llmgw/domain';
+import type { Clock, EndpointSnapshot, ManagedKey, Rng } from '@llmgw/domain';
 import type { RouterServiceClient } from '@llmgw/proto';
 import { buildScorers, EndpointPicker } from '@llmgw/routing';
 import type { Logger } from 'pino';
@@ -10,7 +10,6 @@ import { AdmissionService } from './admission/admission.service';
 import { ApiKeyAuthenticator, loadApiKeysFile } from './auth/api-key.authenticator';
 import type { RouterConfig } from './config/router.config';
 import { EndpointRegistry } from './endpoints/endpoint.registry';
-import type { RoutingSnapshot } from './endpoints/routing-snapshot';
 import { RouterMetrics } from './metrics/router.metrics';
 import type { ApiRequest, ApiResponse } from './proxy/api-exchange';
 import { EnginePool } from './proxy/engine-connection.pool';
@@ -22,6 +21,7 @@ import { UsageReporter } from './usage/usage.reporter';
 import type { UsageSink } from './usage/usage.sink';
 import { controllerClientFactory, type ControllerClientFactory } from './watch/controller.clients';
 import { ControllerWatch } from './watch/controller.watch';
+import { InProcessFeed, type SnapshotSource } from './watch/in-process.feed';
 import { KeyLimitsStage } from './tenancy/key-limits.stage';
 import { KeyUsageTally } from './usage/key-usage.tally';
 
@@ -38,6 +38,11 @@ export interface RouterCoreDeps {
   readonly redis?: Redis;
   /** Makes the RouterService client for a controller address; default: per LLMGW_GRPC_* (watch/controller.clients.ts). */
   readonly createClient?: ControllerClientFactory;
+  /**
+   * Endpoint snapshots from a controller in this process (its `EndpointPublisher.attach`), in
+   * place of the watch stream; then no controller address may be configured.
+   */
+  readonly snapshots?: SnapshotSource;
 }
 
 const systemClock: Clock = { now: () => Date.now() };
@@ -56,12 +61,14 @@ export class RouterCore {
   readonly proxy: ProxyHandler;
   readonly scraper: EndpointScraper;
   readonly watch: ControllerWatch | undefined;
+  /** The in-process snapshot feed, when a controller in this process publishes to this router. */
+  readonly feed: InProcessFeed | undefined;
   readonly usage: UsageReporter | undefined;
   readonly routerId: string;
   private readonly pool: EnginePool;
   /** One gRPC client per controller address, made when first needed. */
   private readonly clients = new Map<string, RouterServiceClient>();
-  private readonly seed: RoutingSnapshot | undefined;
+  private readonly seed: EndpointSnapshot | undefined;
   private readonly logger: Logger;
   private started = false;
   private readonly auth: ApiKeyAuthenticator;
@@ -159,6 +166,10 @@ export class RouterCore {
     );
 
     const addresses = config.controllerAddresses;
+    if (deps.snapshots !== undefined && addresses !== undefined) {
+      throw new Error('an in-process snapshot source and controller addresses exclude each other: the router follows one controller');
+    }
+    this.feed = deps.snapshots !== undefined ? new InProcessFeed(deps.snapshots, this.endpoints, deps.logger.child({ context: 'InProcessFeed' }), (keys, routers) => this.takeTenancy(keys, routers)) : undefined;
     // Usage goes to the controller the watch follows.
     let usageClient: (() => RouterServiceClient) | undefined;
     if (addresses !== undefined) {
@@ -189,10 +200,7 @@ export class RouterCore {
           invalid: () => this.metrics.watchSnapshots.inc({ result: 'invalid' }),
           reconnect: () => this.metrics.watchReconnects.inc(),
           notLeader: () => this.metrics.watchNotLeader.inc(),
-          tenancy: (keys, routers) => {
-            if (keys !== undefined) auth.replaceManaged(keys);
-            this.fleetRouters = routers;
-          },
+          tenancy: (keys, routers) => this.takeTenancy(keys, routers),
         },
       );
       this.watch = watch;
@@ -217,9 +225,15 @@ export class RouterCore {
     });
   }
 
-  /** `controller` when endpoints come from the watch stream, `static` when from the config file alone. */
+  /** `controller` when endpoints come from a controller (the watch stream or in process), `static` when from the config file alone. */
   get mode(): 'controller' | 'static' {
-    return this.watch !== undefined ? 'controller' : 'static';
+    return this.watch !== undefined || this.feed !== undefined ? 'controller' : 'static';
+  }
+
+  /** The managed keys and the count of routers from an applied controller snapshot. */
+  private takeTenancy(keys: readonly ManagedKey[] | undefined, routers: number): void {
+    if (keys !== undefined) this.auth.replaceManaged(keys);
+    this.fleetRouters = routers;
   }
 
   /** Serves one request under `/v1`. */
@@ -237,9 +251,9 @@ export class RouterCore {
     this.started = true;
     if (this.seed !== undefined) {
       this.endpoints.apply(this.seed, { resync: true });
-      this.logger.info({ endpoints: this.seed.endpoints.length, models: this.seed.models.length }, 'routing table seeded from the config file');
+      this.logger.info({ endpoints: this.seed.endpoints.length, models: this.seed.catalog.models.length }, 'routing table seeded from the config file');
     }
-    if (this.watch === undefined) {
+    if (this.mode === 'static') {
       if (this.seed === undefined) this.logger.warn('no controller and no config file: serving no models');
       onFirstSnapshot();
     } else {
@@ -249,7 +263,8 @@ export class RouterCore {
         first = false;
         onFirstSnapshot();
       });
-      this.watch.start();
+      this.watch?.start();
+      this.feed?.start();
     }
     this.scraper.start();
     this.usage?.start();
@@ -261,6 +276,7 @@ export class RouterCore {
   /** Stops taking news (watch, scrapes) and refuses queued requests; sends a last usage report. */
   async drain(): Promise<void> {
     this.watch?.stop();
+    this.feed?.stop();
     this.scraper.stop();
     this.usage?.stop();
     this.admission.close();

@@ -4,6 +4,8 @@ export * from './system-time';
 export * from './errors';
 export * from './error-status';
 export * from './engine';
+export * from './engine-url';
+export * from './endpoint-snapshot';
 export * from './catalog';
 export * from './node';
 export * from './replica';

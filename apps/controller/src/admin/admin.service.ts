@@ -12,7 +12,8 @@ import {
 import { CollectOutcome } from '@llmgw/proto';
 import type { EventQuery, EventRepository, StoredEvent } from '@llmgw/store';
 import type { ControlPlane } from '../control-plane.service';
-import { gcPlan, nodeView, replicaView, statusView, type AdminState } from './admin.views';
+import { gcPlan } from '@llmgw/control';
+import { nodeView, replicaView, statusView, type AdminState } from './admin.views';
 
 const OUTCOME: Record<number, CollectOutcomeName> = {
   [CollectOutcome.COLLECT_OUTCOME_REMOVED]: 'removed',

@@ -1,14 +1,11 @@
-import { Catalog, cacheName } from '@llmgw/catalog';
+import { Catalog } from '@llmgw/catalog';
 import { describe, expect, it } from 'vitest';
-import type { NodeEntry } from '../nodes/node.entry';
-import type { ReplicaEntry } from '../replicas/replica.entry';
-import { gcPlan, statusView } from './admin.views';
+import type { NodeEntry, ReplicaEntry } from '@llmgw/control';
+import { statusView } from './admin.views';
 
 const catalog = Catalog.create({
   models: [{ name: 'llama', source: 'hf://o/llama@main', size: 1, replicas: 1, profiles: [{ engine: 'vllm', gpuClass: 'H100' }] }],
 });
-const WANTED = cacheName('hf://o/llama@main') as string;
-const OLD = cacheName('https://example.com/old.gguf') as string;
 
 function node(id: string, entries: string[], connected = true): NodeEntry {
   return {
@@ -31,24 +28,6 @@ function node(id: string, entries: string[], connected = true): NodeEntry {
     reported: new Map(),
   };
 }
-
-describe('gcPlan', () => {
-  it('lists only entries carrying a cache name that no catalog model wants, per node, with sizes', () => {
-    const nodes = new Map([
-      ['n2', node('n2', [OLD, 'hand-copied.safetensors', 'llmgw-not-a-real-name', WANTED], false)],
-      ['n1', node('n1', [WANTED])],
-    ]);
-    expect(gcPlan(nodes, catalog, 4)).toEqual({
-      catalogRevision: 4,
-      nodes: [{ nodeId: 'n2', connected: false, entries: [{ name: OLD, sizeBytes: 100, modifiedAt: 0 }], totalBytes: 100 }],
-      totalBytes: 100,
-    });
-  });
-
-  it('lists nothing without a catalog: with nothing known to be unwanted, nothing is', () => {
-    expect(gcPlan(new Map([['n1', node('n1', [OLD])]]), undefined, 0).nodes).toEqual([]);
-  });
-});
 
 describe('statusView', () => {
   it('counts an unhealthy GPU as neither used nor free, and unknown idleness as unknown', () => {

@@ -1,11 +1,11 @@
 // The admin API's JSON shapes (documented in apps/controller/README.md) and the pure functions
 // that build them from a snapshot of the controller's state. Absent values are omitted, never 0.
 // The shapes themselves live in @llmgw/domain (admin-api.ts), shared with apps/ctl.
-import { isCacheName, type Catalog } from '@llmgw/catalog';
+import type { Catalog } from '@llmgw/catalog';
 import {
+  engineUrl,
   NODE_STATES,
   REPLICA_STATES,
-  type GcPlanView,
   type NodeState,
   type NodeView,
   type ReplicaState,
@@ -13,10 +13,7 @@ import {
   type StatusView,
 } from '@llmgw/domain';
 import { capacityByClass, freeNodesByFabric } from '@llmgw/placement';
-import { engineUrl } from '../grpc/proto.mapper';
-import type { NodeEntry } from '../nodes/node.entry';
-import { inventoryOf, type UnplaceableState } from '../reconcile/reconcile.planner';
-import { LIVE_STATES, type ReplicaEntry } from '../replicas/replica.entry';
+import { inventoryOf, LIVE_STATES, type NodeEntry, type ReplicaEntry, type UnplaceableState } from '@llmgw/control';
 
 /** Everything the views read, taken once per request. */
 export interface AdminState {
@@ -119,28 +116,4 @@ export function statusView(s: AdminState, controller: StatusView['controller']):
     unplaceable: [...s.unplaceable].map(([model, u]) => ({ model, summary: u.summary, reasons: [...u.reasons], attempts: u.attempts, since: u.since, retryAt: u.retryAt })),
     idle,
   };
-}
-
-/**
- * What `gc` would ask each node to remove: cache entries whose name is a cache name
- * (`isCacheName`: only files llmgw fetched itself) that no model of the catalog wants. Anything
- * without a cache name was put there by someone else and is never listed. Without a catalog
- * nothing is listed (everything might be wanted). Nodes with nothing to collect are left out.
- */
-export function gcPlan(nodes: ReadonlyMap<string, NodeEntry>, catalog: Catalog | undefined, catalogRevision: number): GcPlanView {
-  const plan: GcPlanView = { catalogRevision, nodes: [], totalBytes: 0 };
-  if (!catalog) return plan;
-  const wanted = catalog.wantedCacheNames();
-  for (const id of [...nodes.keys()].sort()) {
-    const n = nodes.get(id) as NodeEntry;
-    const entries = n.info.cache.entries
-      .filter((e) => isCacheName(e.name) && !wanted.has(e.name))
-      .map((e) => ({ name: e.name, sizeBytes: e.sizeBytes, modifiedAt: e.modifiedAt }))
-      .sort((a, b) => (a.name < b.name ? -1 : 1));
-    if (entries.length === 0) continue;
-    const totalBytes = entries.reduce((sum, e) => sum + e.sizeBytes, 0);
-    plan.nodes.push({ nodeId: id, connected: n.connected, entries, totalBytes });
-    plan.totalBytes += totalBytes;
-  }
-  return plan;
 }

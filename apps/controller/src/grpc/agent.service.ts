@@ -3,7 +3,7 @@ import { DomainError, ErrorCode, GRPC_STATUS_OF } from '@llmgw/domain';
 import type { ConnectRequest, ConnectResponse } from '@llmgw/proto';
 import type { Logger } from 'pino';
 import type { NodeAuthentication } from '../nodes/node-credential.service';
-import type { NodeHeartbeat, NodeRegistration } from '../nodes/node.entry';
+import type { NodeHeartbeat, NodeRegistration } from '@llmgw/control';
 import { AgentSession } from './agent.sessions';
 import { assertClaimMatchesCertificate } from './grpc-auth';
 import { grpcStatusOf } from './grpc-errors';

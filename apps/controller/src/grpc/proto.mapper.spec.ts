@@ -1,7 +1,8 @@
 import { Catalog } from '@llmgw/catalog';
 import * as pb from '@llmgw/proto';
 import { describe, expect, it } from 'vitest';
-import { engineUrl, fetchWeightsToProto, heartbeatFromProto, registrationFromProto, startReplicaToProto, WireError } from './proto.mapper';
+import { engineUrl } from '@llmgw/domain';
+import { fetchWeightsToProto, heartbeatFromProto, registrationFromProto, startReplicaToProto, WireError } from './proto.mapper';
 
 function register(over: Partial<pb.Register> = {}): pb.Register {
   return {

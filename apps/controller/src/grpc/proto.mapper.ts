@@ -1,10 +1,10 @@
 // The edge between the wire contract and the controller's domain types: every proto message
 // the controller reads or writes is converted here and nowhere else. Unset optional fields stay
 // undefined in both directions (absent is not zero).
-import type { ApiEndpoint, EngineKind, Gpu, Model, ModelRouting, ReplicaMember, ReplicaState, RoutingPolicyName } from '@llmgw/domain';
+import { hostForPort, type ApiEndpoint, type EngineKind, type Gpu, type Model, type ModelRouting, type ReplicaMember, type ReplicaState, type RoutingPolicyName } from '@llmgw/domain';
 import { cacheName } from '@llmgw/catalog';
 import * as pb from '@llmgw/proto';
-import type { GpuLiveState, NodeHeartbeat, NodeRegistration, ReportedReplica } from '../nodes/node.entry';
+import type { GpuLiveState, NodeHeartbeat, NodeRegistration, ReportedReplica } from '@llmgw/control';
 
 const ENGINE_TO_PROTO: Record<EngineKind, pb.EngineKind> = {
   vllm: pb.EngineKind.ENGINE_KIND_VLLM,
@@ -278,14 +278,4 @@ export function fetchWeightsToProto(commandId: string, model: Model): pb.FetchWe
   const name = cacheName(model.source);
   if (name === undefined) return undefined;
   return { commandId, source: model.source, cacheName: name, ...(model.sha256 !== undefined ? { sha256: model.sha256 } : {}) };
-}
-
-/** An IPv6 literal in brackets so `:port` can follow it. */
-function hostForPort(address: string): string {
-  return address.includes(':') && !address.startsWith('[') ? `[${address}]` : address;
-}
-
-/** `http://host:port` for an engine, with IPv6 literals bracketed. */
-export function engineUrl(address: string, port: number): string {
-  return `http://${hostForPort(address)}:${port}`;
 }

@@ -1,9 +1,8 @@
 import type { ServerWritableStream } from '@grpc/grpc-js';
-import { DomainError, ErrorCode, type Clock } from '@llmgw/domain';
+import { DomainError, ErrorCode, type Clock, type EndpointSink, type EndpointSnapshot } from '@llmgw/domain';
 import { RouterServiceService, WatchResponse, type ReportUsageRequest, type ReportUsageResponse, type WatchRequest } from '@llmgw/proto';
 import type { KeyUsageRow } from '@llmgw/store';
 import type { Logger } from 'pino';
-import type { EndpointSink, EndpointSnapshot } from '../publishing/endpoint-sink.port';
 import type { EndpointPublisher } from '../publishing/endpoint.publisher';
 import type { Admission } from './agent.service';
 import { assertClaimMatchesCertificate, type AuthContextCall } from './grpc-auth';

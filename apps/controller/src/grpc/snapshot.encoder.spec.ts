@@ -2,7 +2,7 @@ import { inflateRawSync } from 'node:zlib';
 import { EndpointSnapshot as WireSnapshot, WatchResponse } from '@llmgw/proto';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type { EndpointSnapshot } from '../publishing/endpoint-sink.port';
+import type { EndpointSnapshot } from '@llmgw/domain';
 import { encodeCompressedWatchResponse, encodeWatchResponse, encodeWatchResponseSlowly, snapshotPayload, snapshotToProto } from './snapshot.encoder';
 
 const endpoint = fc.record({

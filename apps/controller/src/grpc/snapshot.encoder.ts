@@ -1,7 +1,6 @@
 import { deflateRawSync } from 'node:zlib';
-import type { Endpoint } from '@llmgw/domain';
+import type { CatalogView, Endpoint, EndpointSnapshot, KeySetView } from '@llmgw/domain';
 import * as pb from '@llmgw/proto';
-import type { CatalogView, EndpointSnapshot, KeySetView } from '../publishing/endpoint-sink.port';
 import { apiEndpointToProto, engineToProto, routingToProto } from './proto.mapper';
 
 /** Domain endpoint → wire. */
@@ -16,7 +15,7 @@ export function catalogViewToProto(c: CatalogView): pb.CatalogView {
     models: c.models.map((m) => ({
       name: m.name,
       aliases: [...m.aliases],
-      engine: engineToProto(m.engine),
+      engine: m.engine !== undefined ? engineToProto(m.engine) : pb.EngineKind.ENGINE_KIND_UNSPECIFIED,
       ...(m.metrics !== undefined
         ? {
             metrics: {
@@ -27,7 +26,8 @@ export function catalogViewToProto(c: CatalogView): pb.CatalogView {
             },
           }
         : {}),
-      endpoints: m.endpoints.map(apiEndpointToProto),
+      // Empty on the wire = not said (every endpoint allowed), as a router reads it.
+      endpoints: (m.endpoints ?? []).map(apiEndpointToProto),
       ...(m.firstByteTimeoutMs !== undefined ? { firstByteTimeoutMs: m.firstByteTimeoutMs } : {}),
       ...(m.stallTimeoutMs !== undefined ? { stallTimeoutMs: m.stallTimeoutMs } : {}),
       ...(m.routing !== undefined ? { routing: routingToProto(m.routing) } : {}),

@@ -2,10 +2,7 @@ import { NODE_STATES, REPLICA_STATES, type Clock } from '@llmgw/domain';
 import { capacityByClass, freeNodesByFabric } from '@llmgw/placement';
 import { promLabels, type MetricsRegistry } from '@llmgw/observability';
 import { Counter, Gauge, Histogram } from 'prom-client';
-import type { NodeEntry } from '../nodes/node.entry';
-import { inventoryOf } from '../reconcile/reconcile.planner';
-import type { UnplaceableState } from '../reconcile/reconcile.planner';
-import type { ReplicaEntry } from '../replicas/replica.entry';
+import { inventoryOf, type NodeEntry, type ReplicaEntry, type UnplaceableState } from '@llmgw/control';
 
 /** The state the cluster metrics are computed from at scrape time. */
 export interface ClusterMetricsSource {

@@ -1,6 +1,6 @@
 import type { Gpu } from '@llmgw/domain';
 import { describe, expect, it } from 'vitest';
-import type { NodeRegistration } from './node.entry';
+import type { NodeRegistration } from '@llmgw/control';
 import { NodeRegistry, type NodeChange } from './node.registry';
 
 const windows = { unreachableAfterMs: 1_000, lostAfterMs: 5_000 };

@@ -1,7 +1,6 @@
 import type { Gpu, NodeInfo, NodeState } from '@llmgw/domain';
 import type { NodeRecord } from '@llmgw/store';
-import { healthAt, type HealthWindows } from './node-health.policy';
-import type { GpuLiveState, NodeEntry, NodeHeartbeat, NodeRegistration, ReportedReplica } from './node.entry';
+import { healthAt, type GpuLiveState, type HealthWindows, type NodeEntry, type NodeHeartbeat, type NodeRegistration, type ReportedReplica } from '@llmgw/control';
 
 /** What changed, for listeners (publishing, reconciling, persistence). */
 export type NodeChange =

@@ -1,26 +1,12 @@
 import { Catalog } from '@llmgw/catalog';
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
-import type { NodeEntry } from '../nodes/node.entry';
-import type { ReplicaEntry } from '../replicas/replica.entry';
-import type { EndpointSnapshot } from './endpoint-sink.port';
+import type { NodeEntry, ReplicaEntry } from '@llmgw/control';
+import type { EndpointSnapshot } from '@llmgw/domain';
 import { EndpointPublisher } from './endpoint.publisher';
-import { buildCatalogView, buildEndpoints } from './snapshot.builder';
 
 const catalog = Catalog.create({
-  models: [
-    { name: 'llama', aliases: ['l'], source: 'hf://o/llama@main', size: 1, replicas: 1, profiles: [{ engine: 'vllm', gpuClass: 'H100' }] },
-    {
-      name: 'tiny',
-      source: 'hf://o/tiny/tiny.gguf@main',
-      size: 1,
-      replicas: 1,
-      metrics: { running: 'my_running' },
-      firstByteTimeout: '20s',
-      stallTimeout: '5s',
-      profiles: [{ engine: 'llamacpp', args: ['--embeddings'] }],
-    },
-  ],
+  models: [{ name: 'llama', aliases: ['l'], source: 'hf://o/llama@main', size: 1, replicas: 1, profiles: [{ engine: 'vllm', gpuClass: 'H100' }] }],
 });
 
 function node(id: string, state: NodeEntry['info']['state'] = 'healthy', address = `10.0.0.${id.slice(-1)}`): NodeEntry {
@@ -41,43 +27,6 @@ function replica(id: string, nodeId: string, state: ReplicaEntry['replica']['sta
     fetching: [],
   };
 }
-
-describe('buildEndpoints', () => {
-  it('lists ready replicas with a port on known, non-lost nodes of models in the catalog; unreachable = suspect', () => {
-    const nodes = new Map([node('n1'), node('n2', 'unreachable'), node('n3', 'lost'), node('n4', 'healthy', 'fe80::1')].map((n) => [n.info.id, n]));
-    const endpoints = buildEndpoints(
-      nodes,
-      [
-        replica('r5', 'n1', 'starting'),
-        replica('r1', 'n1'),
-        replica('r2', 'n2'),
-        replica('r3', 'n3'),
-        replica('r4', 'n1', 'ready', null),
-        replica('r6', 'nowhere'),
-        replica('r7', 'n1', 'ready', 8001, 'removed-model'),
-        replica('r8', 'n4', 'ready', 9000),
-      ],
-      catalog,
-    );
-    expect(endpoints).toEqual([
-      { replicaId: 'r1', model: 'llama', url: 'http://10.0.0.1:8000', engine: 'vllm', nodeId: 'n1', suspect: false },
-      { replicaId: 'r2', model: 'llama', url: 'http://10.0.0.2:8000', engine: 'vllm', nodeId: 'n2', suspect: true },
-      { replicaId: 'r8', model: 'llama', url: 'http://[fe80::1]:9000', engine: 'vllm', nodeId: 'n4', suspect: false },
-    ]);
-  });
-});
-
-describe('buildCatalogView', () => {
-  it('carries names, aliases, the preferred engine, a model\'s own metric mapping and deadlines only, and the endpoints it serves', () => {
-    expect(buildCatalogView(catalog, 7)).toEqual({
-      revision: 7,
-      models: [
-        { name: 'llama', aliases: ['l'], engine: 'vllm', endpoints: ['chat', 'completions'] },
-        { name: 'tiny', aliases: [], engine: 'llamacpp', metrics: { running: 'my_running' }, endpoints: ['embeddings'], firstByteTimeoutMs: 20_000, stallTimeoutMs: 5_000 },
-      ],
-    });
-  });
-});
 
 describe('EndpointPublisher', () => {
   it('publishes nothing before open, then a new revision only when something routers see changed', () => {

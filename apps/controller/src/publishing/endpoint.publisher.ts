@@ -1,10 +1,7 @@
 import type { Catalog } from '@llmgw/catalog';
-import type { Endpoint } from '@llmgw/domain';
+import type { CatalogView, Endpoint, EndpointSink, EndpointSnapshot, KeySetView } from '@llmgw/domain';
 import type { Logger } from 'pino';
-import type { NodeEntry } from '../nodes/node.entry';
-import type { ReplicaEntry } from '../replicas/replica.entry';
-import type { CatalogView, EndpointSink, EndpointSnapshot, KeySetView } from './endpoint-sink.port';
-import { buildCatalogView, buildEndpoints, type EndpointMemo } from './snapshot.builder';
+import { buildCatalogView, buildEndpoints, type EndpointMemo, type NodeEntry, type ReplicaEntry } from '@llmgw/control';
 
 /** What a snapshot is built from, read at publish time. */
 export interface PublishSource {

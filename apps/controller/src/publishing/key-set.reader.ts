@@ -1,6 +1,5 @@
-import type { ManagedKey } from '@llmgw/domain';
+import type { KeySetView, ManagedKey } from '@llmgw/domain';
 import type { ApiKeyRecord } from '@llmgw/store';
-import type { KeySetView } from './endpoint-sink.port';
 
 /**
  * The API keys routers must accept, read from the store (where the catalog API writes them) once

@@ -8,9 +8,8 @@ import type { CurrentCatalog } from '../catalog/catalog.reloader';
 import type { AgentSessions } from '../grpc/agent.sessions';
 import { fetchWeightsToProto, startReplicaToProto } from '../grpc/proto.mapper';
 import type { NodeRegistry } from '../nodes/node.registry';
-import { awaitsRendezvous, type ReplicaEntry } from '../replicas/replica.entry';
+import { awaitsRendezvous, planReconcile, type PlanAction, type PlanTiming, type ReplicaEntry, type UnplaceableState } from '@llmgw/control';
 import type { ReplicaRegistry } from '../replicas/replica.registry';
-import { planReconcile, type PlanAction, type PlanTiming, type UnplaceableState } from './reconcile.planner';
 
 type PlaceAction = Extract<PlanAction, { kind: 'place' }>;
 

@@ -1,6 +1,5 @@
 import type { Replica } from '@llmgw/domain';
-import { foldMemberReport, type MemberReport } from './replica-state.folder';
-import type { ReplicaEntry } from './replica.entry';
+import { foldMemberReport, type MemberReport, type ReplicaEntry } from '@llmgw/control';
 
 /** What changed, for listeners (publishing, reconciling). */
 export type ReplicaChange =

@@ -1,6 +1,6 @@
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
-import type { NodeRegistration } from '../nodes/node.entry';
+import type { NodeRegistration } from '@llmgw/control';
 import { NodeRegistry } from '../nodes/node.registry';
 import { ReplicaRegistry } from '../replicas/replica.registry';
 import { UsageTracker } from '../usage/usage.tracker';

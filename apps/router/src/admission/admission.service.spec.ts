@@ -10,7 +10,7 @@ const ep = (replicaId: string, model = 'm'): Endpoint => ({ replicaId, model, ur
 function setup(options: Partial<AdmissionOptions> = {}, endpoints: Endpoint[] = [ep('a'), ep('b')]) {
   const clock = new FakeClock(1_000_000);
   const registry = new EndpointRegistry({ clock, breaker: { failureThreshold: 1, cooldownMs: 5_000 }, scrapeStaleAfterMs: 5_000, scrapeUnavailableAfter: 3 });
-  registry.apply({ revision: 1, endpoints, models: [{ name: 'm', aliases: [] }, { name: 'empty', aliases: [] }] }, { resync: true });
+  registry.apply({ revision: 1, endpoints, catalog: { revision: 1, models: [{ name: 'm', aliases: [] }, { name: 'empty', aliases: [] }] } }, { resync: true });
   const events: string[] = [];
   const admission = new AdmissionService(
     registry,
@@ -92,7 +92,7 @@ describe('AdmissionService', () => {
     expect(admission.admit('empty')).toMatchObject({ ok: false, refusal: { kind: 'no_endpoints' } });
     admission.admit('m');
     const w = admission.admit('m') as Waiter;
-    registry.apply({ revision: 2, endpoints: [], models: [{ name: 'm', aliases: [] }] }, { resync: false });
+    registry.apply({ revision: 2, endpoints: [], catalog: { revision: 1, models: [{ name: 'm', aliases: [] }] } }, { resync: false });
     expect(await w.promise).toMatchObject({ ok: false, refusal: { kind: 'no_endpoints' } });
   });
 

@@ -1,4 +1,4 @@
-import type { ModelView } from './routing-snapshot';
+import type { ModelView } from '@llmgw/domain';
 
 /** One row of `GET /v1/models`: a served name or an alias, and the model it resolves to. */
 export interface ListedModel {

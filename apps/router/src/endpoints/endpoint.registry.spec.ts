@@ -1,8 +1,7 @@
-import type { Endpoint } from '@llmgw/domain';
+import type { Endpoint, EndpointSnapshot } from '@llmgw/domain';
 import { FakeClock } from '@llmgw/testing';
 import { describe, expect, it } from 'vitest';
 import { EndpointRegistry } from './endpoint.registry';
-import type { RoutingSnapshot } from './routing-snapshot';
 
 const ep = (replicaId: string, model = 'm', url = `http://10.0.0.1:${8000 + replicaId.length}`): Endpoint => ({
   replicaId,
@@ -12,7 +11,7 @@ const ep = (replicaId: string, model = 'm', url = `http://10.0.0.1:${8000 + repl
   nodeId: 'n1',
   suspect: false,
 });
-const snap = (revision: number, endpoints: Endpoint[], models = [{ name: 'm', aliases: ['alias'] }]): RoutingSnapshot => ({ revision, endpoints, models });
+const snap = (revision: number, endpoints: Endpoint[], models = [{ name: 'm', aliases: ['alias'] }]): EndpointSnapshot => ({ revision, endpoints, catalog: { revision: 1, models } });
 
 function registry(clock = new FakeClock(), onGone?: (replicaId: string) => void): EndpointRegistry {
   return new EndpointRegistry({ clock, breaker: { failureThreshold: 2, cooldownMs: 1_000 }, scrapeStaleAfterMs: 3_000, scrapeUnavailableAfter: 3, onGone });

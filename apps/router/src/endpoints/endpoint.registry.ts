@@ -1,8 +1,7 @@
-import type { Endpoint, MetricMapping } from '@llmgw/domain';
+import type { Endpoint, EndpointSnapshot, MetricMapping } from '@llmgw/domain';
 import { defaultMapping, resolveMapping } from '@llmgw/metrics-mappings';
 import { CatalogView } from './catalog.view';
 import { EndpointState, parseTarget, type EndpointStateOptions } from './endpoint.state';
-import type { RoutingSnapshot } from './routing-snapshot';
 
 /** What applying one snapshot did. `applied: false` means it was older than the current revision and ignored. */
 export interface ApplyResult {
@@ -100,10 +99,10 @@ export class EndpointRegistry {
    * new watch stream, or a static file) it is applied whatever its revision: a restarted
    * controller counts revisions from the start again, and what it lists now is the truth.
    */
-  apply(snapshot: RoutingSnapshot, opts: { resync: boolean }): ApplyResult {
+  apply(snapshot: EndpointSnapshot, opts: { resync: boolean }): ApplyResult {
     const stale = this.staleResult(snapshot.revision, opts.resync);
     if (stale !== undefined) return stale;
-    const catalog = new CatalogView(snapshot.models);
+    const catalog = new CatalogView(snapshot.catalog.models);
     const added: string[] = [];
     const kept: string[] = [];
     const skipped: { replicaId: string; reason: string }[] = [];

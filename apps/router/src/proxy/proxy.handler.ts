@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
-import type { ApiEndpoint, Clock } from '@llmgw/domain';
+import type { ApiEndpoint, Clock, ModelView } from '@llmgw/domain';
 import type { Logger } from 'pino';
 import { policyFor, prefixAffinityParams, requestPrefixKey } from '@llmgw/routing';
 import { LEAST_LOAD, ROUND_ROBIN, Waiter, type Admission, type AdmissionService, type ChoiceReason, type RouteHow } from '../admission/admission.service';
@@ -9,7 +9,6 @@ import { keyAllows, type ApiKeyAuthenticator, type RouterKey } from '../auth/api
 import type { CatalogView } from '../endpoints/catalog.view';
 import type { EndpointRegistry } from '../endpoints/endpoint.registry';
 import type { EndpointState } from '../endpoints/endpoint.state';
-import type { ModelView } from '../endpoints/routing-snapshot';
 import type { RouterMetrics } from '../metrics/router.metrics';
 import type { ApiRequest, ApiResponse } from './api-exchange';
 import type { EngineCall, EngineCallTimeouts, EnginePool, EngineRequestError, EngineResponseHandler } from './engine-connection.pool';

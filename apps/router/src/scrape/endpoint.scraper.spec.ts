@@ -65,7 +65,7 @@ async function setup(engine: EngineKind, answers: Record<string, Answer>) {
   const snapshot = (revision: number, listed: boolean) => ({
     revision,
     endpoints: listed ? [{ replicaId: 'e1', model: 'm', url, engine, nodeId: 'n1', suspect: false }] : [],
-    models: [{ name: 'm', aliases: [], engine }],
+    catalog: { revision: 1, models: [{ name: 'm', aliases: [], engine }] },
   });
   registry.apply(snapshot(1, true), { resync: true });
   const metrics = new RouterMetrics(new Registry());

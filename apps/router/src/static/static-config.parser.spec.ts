@@ -23,10 +23,13 @@ describe('parseStaticConfig', () => {
     );
     expect(snapshot).toEqual({
       revision: 1,
-      models: [
-        { name: 'llama', aliases: ['llama3', 'l3'], engine: 'vllm', metrics: undefined, firstByteTimeoutMs: 30_000, stallTimeoutMs: 500 },
-        { name: 'tiny', aliases: [], engine: undefined, metrics: { running: 'llamacpp:requests_processing' }, endpoints: ['embeddings'], routing: { policy: 'round-robin' } },
-      ],
+      catalog: {
+        revision: 1,
+        models: [
+          { name: 'llama', aliases: ['llama3', 'l3'], engine: 'vllm', metrics: undefined, firstByteTimeoutMs: 30_000, stallTimeoutMs: 500 },
+          { name: 'tiny', aliases: [], engine: undefined, metrics: { running: 'llamacpp:requests_processing' }, endpoints: ['embeddings'], routing: { policy: 'round-robin' } },
+        ],
+      },
       endpoints: [
         { replicaId: 'r1', model: 'llama', url: 'http://10.0.0.5:8000', engine: 'vllm', nodeId: '', suspect: false },
         { replicaId: 'http://10.0.0.6:8080/engine/', model: 'tiny', url: 'http://10.0.0.6:8080/engine/', engine: 'llamacpp', nodeId: 'n6', suspect: true },
@@ -35,8 +38,8 @@ describe('parseStaticConfig', () => {
   });
 
   it('accepts JSON and an empty document', () => {
-    expect(parseStaticConfig('{"models":[{"name":"m","engine":"vllm"}],"endpoints":[]}', 'r.json').models).toHaveLength(1);
-    expect(parseStaticConfig('', 'empty.yaml')).toEqual({ revision: 1, models: [], endpoints: [] });
+    expect(parseStaticConfig('{"models":[{"name":"m","engine":"vllm"}],"endpoints":[]}', 'r.json').catalog.models).toHaveLength(1);
+    expect(parseStaticConfig('', 'empty.yaml')).toEqual({ revision: 1, catalog: { revision: 1, models: [] }, endpoints: [] });
   });
 
   it('names every problem by its path', () => {

@@ -1,11 +1,10 @@
 import { readFileSync } from 'node:fs';
 import { parseRouting, parseTimeout } from '@llmgw/catalog';
-import { API_ENDPOINTS, ENGINE_KINDS, type Endpoint, type EngineKind, type MetricMapping, type ModelRouting } from '@llmgw/domain';
+import { API_ENDPOINTS, ENGINE_KINDS, type Endpoint, type EndpointSnapshot, type EngineKind, type MetricMapping, type ModelRouting, type ModelView } from '@llmgw/domain';
 import { mappingProblems } from '@llmgw/metrics-mappings';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { parseTarget } from '../endpoints/endpoint.state';
-import type { ModelView, RoutingSnapshot } from '../endpoints/routing-snapshot';
 
 const metricsSchema = z
   .object({
@@ -64,7 +63,7 @@ const fileSchema = z
  * engine, node). This is the supported mode without a controller: it must resolve models and
  * aliases on its own. Throws one error listing every problem with its path.
  */
-export function loadStaticConfig(path: string): RoutingSnapshot {
+export function loadStaticConfig(path: string): EndpointSnapshot {
   let text: string;
   try {
     text = readFileSync(path, 'utf8');
@@ -74,8 +73,8 @@ export function loadStaticConfig(path: string): RoutingSnapshot {
   return parseStaticConfig(text, path);
 }
 
-/** Parses the static configuration document; `source` names it in errors. Revision is 1. */
-export function parseStaticConfig(text: string, source: string): RoutingSnapshot {
+/** Parses the static configuration document; `source` names it in errors. Revision is 1, and so is its catalog's. */
+export function parseStaticConfig(text: string, source: string): EndpointSnapshot {
   let doc: unknown;
   try {
     doc = parseYaml(text);
@@ -149,7 +148,7 @@ export function parseStaticConfig(text: string, source: string): RoutingSnapshot
     }
   });
   if (problems.length > 0) throw configError(source, problems);
-  return { revision: 1, endpoints, models };
+  return { revision: 1, endpoints, catalog: { revision: 1, models } };
 }
 
 function configError(source: string, problems: readonly string[]): Error {

@@ -181,7 +181,7 @@ export class ControllerWatch {
       }
       first = false;
       this.accepted();
-      const { snapshot, dropped, routingProblems, keys, routers } = snapshotFromProto(wire);
+      const { snapshot, dropped, routingProblems } = snapshotFromProto(wire);
       for (const problem of routingProblems ?? []) this.logger.warn({ problem }, "model routing not understood: the router's default policy applies");
       const result = this.registry.apply(snapshot, { resync });
       for (const d of [...dropped, ...result.skipped]) this.logger.warn({ replicaId: d.replicaId, reason: d.reason }, 'endpoint left out of the snapshot');
@@ -193,7 +193,7 @@ export class ControllerWatch {
       } else if (!result.applied) {
         this.logger.debug({ revision: snapshot.revision, current: this.registry.revision }, 'stale endpoint snapshot ignored');
       }
-      if (result.applied) this.hooks.tenancy?.(keys, routers ?? 1);
+      if (result.applied) this.hooks.tenancy?.(snapshot.keys?.keys, snapshot.routers ?? 1);
       this.hooks.snapshot?.(result, resync);
     });
     call.on('error', (error: Error & { code?: number; details?: string }) => end(error.details ?? error.message));

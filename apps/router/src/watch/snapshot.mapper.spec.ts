@@ -30,11 +30,14 @@ describe('snapshotFromProto', () => {
       snapshot: {
         revision: 7,
         endpoints: [{ replicaId: 'r1', model: 'm', url: 'http://h:1', engine: 'vllm', nodeId: 'n1', suspect: true }],
-        models: [
-          { name: 'm', aliases: ['a'], engine: 'llamacpp', metrics: { running: 'x:run' }, endpoints: ['chat', 'completions'] },
-          { name: 'n', aliases: [], engine: 'vllm', metrics: undefined, endpoints: undefined, firstByteTimeoutMs: 30_000 },
-          { name: 'o', aliases: [], engine: 'vllm', metrics: undefined, endpoints: ['embeddings'] },
-        ],
+        catalog: {
+          revision: 3,
+          models: [
+            { name: 'm', aliases: ['a'], engine: 'llamacpp', metrics: { running: 'x:run' }, endpoints: ['chat', 'completions'] },
+            { name: 'n', aliases: [], engine: 'vllm', metrics: undefined, endpoints: undefined, firstByteTimeoutMs: 30_000 },
+            { name: 'o', aliases: [], engine: 'vllm', metrics: undefined, endpoints: ['embeddings'] },
+          ],
+        },
       },
       dropped: [{ replicaId: 'r2', reason: 'unknown engine 0' }],
     });
@@ -60,7 +63,7 @@ describe('snapshotFromProto', () => {
   });
 
   it('reads a snapshot without a catalog as one with no models', () => {
-    expect(snapshotFromProto({ revision: 1, endpoints: [] }).snapshot.models).toEqual([]);
+    expect(snapshotFromProto({ revision: 1, endpoints: [] }).snapshot.catalog.models).toEqual([]);
   });
 });
 

@@ -1,9 +1,9 @@
 import { inflateRawSync } from 'node:zlib';
-import type { ApiEndpoint, Endpoint, EngineKind, ManagedKey, MetricMapping, ModelRouting, RoutingPolicyName } from '@llmgw/domain';
+import type { ApiEndpoint, Endpoint, EndpointSnapshot, EngineKind, ManagedKey, MetricMapping, ModelRouting, ModelView, RoutingPolicyName } from '@llmgw/domain';
 import { parseRouting } from '@llmgw/catalog';
 import {
   ApiEndpoint as ProtoApiEndpoint,
-  EndpointSnapshot,
+  EndpointSnapshot as WireSnapshot,
   EngineKind as ProtoEngineKind,
   type CompressedSnapshot,
   type KeySet,
@@ -11,7 +11,6 @@ import {
   type ModelRouting as ProtoModelRouting,
   RoutingPolicy as ProtoRoutingPolicy,
 } from '@llmgw/proto';
-import type { ModelView, RoutingSnapshot } from '../endpoints/routing-snapshot';
 
 /** The domain engine of a wire enum value; undefined for UNSPECIFIED and values this build does not know. */
 export function engineFromProto(kind: ProtoEngineKind): EngineKind | undefined {
@@ -80,16 +79,15 @@ export function routingFromProto(r: ProtoModelRouting | undefined, model: string
   return { routing: parsed.routing };
 }
 
-/** A wire snapshot as the router's domain snapshot, plus the endpoints it had to leave out and why. */
+/**
+ * A wire snapshot as the domain snapshot (the same contract an in-process controller publishes),
+ * plus the endpoints it had to leave out and why.
+ */
 export interface MappedSnapshot {
-  readonly snapshot: RoutingSnapshot;
+  readonly snapshot: EndpointSnapshot;
   readonly dropped: readonly { readonly replicaId: string; readonly reason: string }[];
   /** Models whose routing this router could not take (they route by its default), and why. */
   readonly routingProblems?: readonly string[];
-  /** The keys the controller manages; absent when it manages none. */
-  readonly keys?: readonly ManagedKey[];
-  /** Routers watching the controller, when it said (absent: read as 1). */
-  readonly routers?: number;
 }
 
 const SHA256_HEX = /^[0-9a-f]{64}$/;
@@ -116,7 +114,7 @@ export function keysFromProto(set: KeySet): ManagedKey[] {
  * Converts a wire snapshot at the router's edge. An endpoint whose engine this router does not
  * know is dropped (reported, never guessed); the rest of the snapshot still applies.
  */
-export function snapshotFromProto(s: EndpointSnapshot): MappedSnapshot {
+export function snapshotFromProto(s: WireSnapshot): MappedSnapshot {
   const dropped: { replicaId: string; reason: string }[] = [];
   const endpoints: Endpoint[] = [];
   for (const e of s.endpoints) {
@@ -143,13 +141,14 @@ export function snapshotFromProto(s: EndpointSnapshot): MappedSnapshot {
       ...(routing !== undefined ? { routing } : {}),
     };
   });
-  return {
-    snapshot: { revision: s.revision, endpoints, models },
-    dropped,
-    ...(routingProblems.length > 0 ? { routingProblems } : {}),
-    ...(s.keys !== undefined && { keys: keysFromProto(s.keys) }),
+  const snapshot: EndpointSnapshot = {
+    revision: s.revision,
+    endpoints,
+    catalog: { revision: s.catalog?.revision ?? 0, models },
+    ...(s.keys !== undefined && { keys: { keys: keysFromProto(s.keys) } }),
     ...(s.routers !== undefined && s.routers > 0 && { routers: s.routers }),
   };
+  return { snapshot, dropped, ...(routingProblems.length > 0 ? { routingProblems } : {}) };
 }
 
 /**
@@ -157,7 +156,7 @@ export function snapshotFromProto(s: EndpointSnapshot): MappedSnapshot {
  * than `maxBytes` (a decompression bomb costs at most that), then decoded. Throws when the bytes
  * do not inflate, inflate past `maxBytes`, or do not decode.
  */
-export function inflateSnapshot(c: CompressedSnapshot, maxBytes: number): EndpointSnapshot {
+export function inflateSnapshot(c: CompressedSnapshot, maxBytes: number): WireSnapshot {
   let bytes: Buffer;
   try {
     bytes = inflateRawSync(c.deflate, { maxOutputLength: maxBytes });
@@ -167,7 +166,7 @@ export function inflateSnapshot(c: CompressedSnapshot, maxBytes: number): Endpoi
     throw new Error(`does not inflate: ${(error as Error).message}`);
   }
   try {
-    return EndpointSnapshot.decode(bytes);
+    return WireSnapshot.decode(bytes);
   } catch (error) {
     throw new Error(`does not decode as an EndpointSnapshot: ${(error as Error).message}`);
   }

@@ -1,8 +1,8 @@
 import { Catalog } from '@llmgw/catalog';
 import type { Gpu, Replica, ReplicaState } from '@llmgw/domain';
 import { describe, expect, it } from 'vitest';
-import type { NodeEntry, ReportedReplica } from '../nodes/node.entry';
-import type { ReplicaEntry } from '../replicas/replica.entry';
+import type { NodeEntry, ReportedReplica } from './node.entry';
+import type { ReplicaEntry } from './replica.entry';
 import { byEvictionOrder, planReconcile, type PlanAction, type PlanInput, type UnplaceableState } from './reconcile.planner';
 
 const NOW = 1_000_000;

@@ -1,10 +1,8 @@
 import { modelEndpoints, type Catalog } from '@llmgw/catalog';
-import type { Endpoint } from '@llmgw/domain';
+import { engineUrl, type CatalogView, type Endpoint, type ModelView } from '@llmgw/domain';
 import { resolveMapping } from '@llmgw/metrics-mappings';
-import { engineUrl } from '../grpc/proto.mapper';
-import type { NodeEntry } from '../nodes/node.entry';
-import type { ReplicaEntry } from '../replicas/replica.entry';
-import type { CatalogView, ModelView } from './endpoint-sink.port';
+import type { NodeEntry } from './node.entry';
+import type { ReplicaEntry } from './replica.entry';
 
 /**
  * The endpoints routers may use, sorted by replica id. Pure. A replica is an endpoint when it is

@@ -1,8 +1,8 @@
 import { cacheName, type Catalog } from '@llmgw/catalog';
 import { backoffDelay, type Model, type NodeInfo, type ReplicaMember } from '@llmgw/domain';
 import { allocationsOf, fleetCapacity, PlacementIndex, planPlacements, type Allocation, type PlacementReason, type PlacementRequest } from '@llmgw/placement';
-import type { NodeEntry } from '../nodes/node.entry';
-import { awaitsRendezvous, GONE_STATES, LIVE_STATES, type ReplicaEntry } from '../replicas/replica.entry';
+import type { NodeEntry } from './node.entry';
+import { awaitsRendezvous, GONE_STATES, LIVE_STATES, type ReplicaEntry } from './replica.entry';
 
 /** Why a model has no room, and when it is tried again. */
 export interface UnplaceableState {
