@@ -172,15 +172,7 @@ export class ProxyHandler implements RelayHost {
       ex.body = asked.body;
       ex.stripUsage = asked.strip;
     }
-    const key = ex.key;
-    if (this.keyLimits !== undefined && this.keyLimits.needs(key)) {
-      void this.keyLimits.admit(key, body).then(
-        (result) => this.step(ex, () => this.onKeyLimits(ex, model, body, result)),
-        (error: unknown) => this.step(ex, () => this.stepFailed(ex, error)),
-      );
-      return;
-    }
-    this.admitToEndpoint(ex, model, body);
+    this.admit(ex, model, body);
   }
 
   /** A model's deadlines: its own where the catalog sets them, else the router's; one object per catalog model. */
@@ -195,6 +187,19 @@ export class ProxyHandler implements RelayHost {
   }
 
   // ── 2. Admit and choose ─────────────────────────────────────────────────────────────────────
+
+  /** The key's limits first (when it has any), then an endpoint. */
+  private admit(ex: Exchange, model: ModelView, body: Buffer): void {
+    const key = ex.key;
+    if (this.keyLimits !== undefined && this.keyLimits.needs(key)) {
+      void this.keyLimits.admit(key, body).then(
+        (result) => this.step(ex, () => this.onKeyLimits(ex, model, body, result)),
+        (error: unknown) => this.step(ex, () => this.stepFailed(ex, error)),
+      );
+      return;
+    }
+    this.admitToEndpoint(ex, model, body);
+  }
 
   /** The key's limits answered: refused (429 in OpenAI's shape), or on to choosing an endpoint. */
   private onKeyLimits(ex: Exchange, model: ModelView, body: Buffer, result: KeyAdmission | KeyRefusal): void {
