@@ -5,8 +5,7 @@ import type { Socket } from 'node:net';
 import { ReadinessService, ROOT_LOGGER, type Logger, type ReadinessGate } from '@llmgw/observability';
 import { clientErrorAnswer, rawErrorResponse, sendError } from './api/openai-error.mapper';
 import { ROUTER_CONFIG, type RouterConfig } from './config/router.config';
-import { isApiPath } from './proxy/api-path';
-import { FastHttpFrontend } from './proxy/fast-http.frontend';
+import { FastHttpFrontend, isApiPath, serveNodeRequest, type BodyLimits } from './http1';
 import { RouterCore } from './router.core';
 
 type RequestListener = (req: IncomingMessage, res: ServerResponse) => void;
@@ -92,6 +91,12 @@ export class RouterRuntimeService implements OnApplicationBootstrap, BeforeAppli
     const framework = server.listeners('request') as RequestListener[];
     server.removeAllListeners('request');
     const proxy = this.core.handle;
+    // Both readers read a body once, bounded; with API keys on, a body behind a bad key is never
+    // read: the proxy answers 401 from the head.
+    const limits: BodyLimits = {
+      maxBodyBytes: this.config.proxy.maxBodyBytes,
+      readBody: (head) => this.core.proxy.authorizes(head.headers.authorization),
+    };
     server.on('request', (req: IncomingMessage, res: ServerResponse) => {
       if (req.httpVersionMajor === 1 && req.httpVersionMinor === 1 && req.headers.host === undefined) {
         // RFC 9112 §3.2 (Node's requireHostHeader, with a body).
@@ -103,7 +108,7 @@ export class RouterRuntimeService implements OnApplicationBootstrap, BeforeAppli
       const path = q < 0 ? url : url.slice(0, q);
       if (isApiPath(url) || !FRAMEWORK_PATHS.has(path)) {
         // The proxy answers unknown paths too (404 in the OpenAI shape, not Express's page).
-        proxy(req, res);
+        serveNodeRequest(req, res, limits, proxy);
       } else if (req.method !== 'GET' && req.method !== 'HEAD') {
         sendError(res, 'method_not_allowed', `Method ${req.method} is not allowed on ${path}; use GET.`, null, { allow: 'GET, HEAD' });
       } else {
@@ -114,14 +119,12 @@ export class RouterRuntimeService implements OnApplicationBootstrap, BeforeAppli
     // /v1 requests itself; a connection's first request it does not serve sends the connection
     // to the listener above for good.
     this.frontend = new FastHttpFrontend(server, proxy, {
-      maxBodyBytes: this.config.proxy.maxBodyBytes,
+      ...limits,
       keepAliveTimeoutMs: server.keepAliveTimeout,
       headersTimeoutMs: server.headersTimeout,
       requestTimeoutMs: server.requestTimeout > 0 ? server.requestTimeout : Number.POSITIVE_INFINITY,
       minBodyBytesPerSecond: this.config.http.minBodyBytesPerSecond,
       bodyRateGraceMs: this.config.http.bodyRateGraceMs,
-      // With API keys on, a body behind a bad key is never read: the proxy answers 401 from the head.
-      readBody: (head) => this.core.proxy.authorizes(head.headers.authorization),
       now: () => Date.now(),
       onHandover: () => this.core.metrics.httpHandovers.inc(),
     });

@@ -11,8 +11,7 @@ import { ApiKeyAuthenticator, loadApiKeysFile } from './auth/api-key.authenticat
 import type { RouterConfig } from './config/router.config';
 import { EndpointRegistry } from './endpoints/endpoint.registry';
 import { RouterMetrics } from './metrics/router.metrics';
-import type { ApiRequest, ApiResponse } from './proxy/api-exchange';
-import { EnginePool } from './proxy/engine-connection.pool';
+import { EnginePool, type ApiHandler } from './http1';
 import { ProxyHandler } from './proxy/proxy.handler';
 import { EndpointScraper } from './scrape/endpoint.scraper';
 import { loadStaticConfig } from './static/static-config.parser';
@@ -237,7 +236,7 @@ export class RouterCore {
   }
 
   /** Serves one request under `/v1`. */
-  get handle(): (req: ApiRequest, res: ApiResponse) => void {
+  get handle(): ApiHandler {
     return this.proxy.handle;
   }
 

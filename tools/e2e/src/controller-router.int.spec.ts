@@ -17,6 +17,7 @@ import { NodeRegistry } from '../../../apps/controller/src/nodes/node.registry';
 import { EndpointPublisher } from '../../../apps/controller/src/publishing/endpoint.publisher';
 import { ReplicaRegistry } from '../../../apps/controller/src/replicas/replica.registry';
 import { routerConfigSchema } from '../../../apps/router/src/config/router.config';
+import { serveNodeRequest } from '../../../apps/router/src/http1';
 import { RouterCore } from '../../../apps/router/src/router.core';
 import { FakeUpstream } from '../../../apps/router/src/test/router.harness';
 
@@ -53,7 +54,8 @@ function controllerSide() {
 async function routerSide(publisher: EndpointPublisher): Promise<{ core: RouterCore; url: string }> {
   const config = loadConfig(routerConfigSchema, { LLMGW_ROUTER_PORT: '0', LLMGW_LOG_LEVEL: 'silent', LLMGW_DATA_DIR: tmpdir(), LLMGW_ROUTER_ID: 'in-process' });
   const core = new RouterCore({ config, logger, registry: new Registry(), snapshots: (sink) => publisher.attach(sink) });
-  const server: Server = createServer((req, res) => core.handle(req, res));
+  // Node's server hands each request over as the router's runtime does (body read, size checked).
+  const server: Server = createServer((req, res) => serveNodeRequest(req, res, { maxBodyBytes: config.proxy.maxBodyBytes }, core.handle));
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   cleanups.push(
     () => core.drain(),

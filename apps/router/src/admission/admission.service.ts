@@ -12,6 +12,9 @@ import {
 } from '@llmgw/routing';
 import type { EndpointRegistry } from '../endpoints/endpoint.registry';
 import type { EndpointState, RoutedCandidate } from '../endpoints/endpoint.state';
+import { EndpointLease, type ChoiceReason, type LeaseIssuer } from './endpoint.lease';
+
+export type { ChoiceReason } from './endpoint.lease';
 
 /** Admission settings; times in milliseconds. */
 export interface AdmissionOptions {
@@ -40,25 +43,6 @@ export const LEAST_LOAD: RouteHow = Object.freeze({ policy: 'least-load' });
 /** Round-robin, for every request of a round-robin model. */
 export const ROUND_ROBIN: RouteHow = Object.freeze({ policy: 'round-robin' });
 
-/**
- * Why an endpoint was chosen, for metrics and the debug header. `prefix-affinity` with `rank` 0
- * is a hit (the prefix's home replica); a higher rank is a miss after `deflectedFrom` were
- * passed over by the guard. `fallback` says why a prefix-affinity request was chosen by load:
- * no prompt to key on, or every replica saturated.
- */
-export type ChoiceReason =
-  | { readonly policy: 'least-load' | 'round-robin' | 'only-candidate' }
-  | { readonly policy: 'prefix-affinity'; readonly rank: number; readonly deflectedFrom: readonly string[]; readonly cap: number; readonly blocks: number }
-  | { readonly policy: 'least-load'; readonly fallback: 'no-prefix' | 'all-saturated' };
-
-/** A request admitted and sent to an endpoint: the endpoint is already acquired. */
-export interface Lease {
-  readonly state: EndpointState;
-  /** Time spent queued, ms (0 when routed at once). */
-  readonly queuedMs: number;
-  readonly reason: ChoiceReason;
-}
-
 /** Why a request is refused, with the seconds the client should wait before trying again. */
 export interface Refusal {
   readonly kind: 'no_endpoints' | 'queue_full' | 'queue_timeout';
@@ -66,7 +50,7 @@ export interface Refusal {
   readonly message: string;
 }
 
-export type Admission = { readonly ok: true; readonly lease: Lease } | { readonly ok: false; readonly refusal: Refusal };
+export type Admission = { readonly ok: true; readonly lease: EndpointLease } | { readonly ok: false; readonly refusal: Refusal };
 
 /** What admission reports for metrics. */
 export interface AdmissionHooks {
@@ -126,7 +110,7 @@ class ModelQueue {
  * endpoint) with a Retry-After estimated from the model's drain rate. New requests never
  * overtake queued ones.
  */
-export class AdmissionService {
+export class AdmissionService implements LeaseIssuer {
   private readonly queues = new Map<string, ModelQueue>();
   private readonly roundRobins = new Map<string, RoundRobin>();
   private waiting = 0;
@@ -154,27 +138,32 @@ export class AdmissionService {
       this.wake(model);
       return queued;
     }
-    const candidates = states.map((s) => s.candidate(now));
-    const eligible = this.picker.eligible({ model }, candidates);
-    const decision = admit(eligible, this.options.thresholds, 0, this.options.queueBound);
-    if (decision.action === 'route') return { ok: true, lease: { ...this.choose(model, decision.candidates, now, how, eligible), queuedMs: 0 } };
-    if (decision.action === 'queue') return this.enqueue(model, queue, now, how);
-    if (decision.reason === 'queue-full') return this.refuse(model, 'queue_full', `every endpoint for model '${model}' is saturated and queueing is off`);
+    const pick = this.pick(model, now, how, 0, undefined);
+    if (pick instanceof EndpointLease) return { ok: true, lease: pick };
+    if (pick === 'saturated') {
+      if (this.options.queueBound > 0) return this.enqueue(model, queue, now, how);
+      return this.refuse(model, 'queue_full', `every endpoint for model '${model}' is saturated and queueing is off`);
+    }
     return this.refuse(model, 'no_endpoints', `no available endpoint for model '${model}' (all are failing or draining)`);
   }
 
   /**
-   * An endpoint for a retry: eligible, not yet tried by this request, unsaturated if any is,
-   * acquired before it is returned. Undefined when none is left. Retries never queue.
+   * A lease for a retry: an eligible endpoint not yet tried by this request, unsaturated if any
+   * is. Undefined when none is left. Retries never queue.
    */
+  retry(model: string, tried: ReadonlySet<EndpointState>): EndpointLease | undefined {
+    const pick = this.pick(model, this.clock.now(), LEAST_LOAD, 0, tried);
+    return pick instanceof EndpointLease ? pick : undefined;
+  }
+
+  /** The endpoint of a retry's lease (see `retry`), acquired; undefined when none is left. */
   pickForRetry(model: string, tried: ReadonlySet<EndpointState>): EndpointState | undefined {
-    const now = this.clock.now();
-    const candidates: RoutedCandidate[] = [];
-    for (const s of this.registry.endpointsFor(model)) if (!tried.has(s)) candidates.push(s.candidate(now));
-    const eligible = this.picker.eligible({ model }, candidates);
-    if (eligible.length === 0) return undefined;
-    const open = eligible.filter((c) => !isSaturated(c, this.options.thresholds));
-    return this.choose(model, open.length > 0 ? open : eligible, now, LEAST_LOAD).state;
+    return this.retry(model, tried)?.state;
+  }
+
+  /** The admission clock, for leases. */
+  now(): number {
+    return this.clock.now();
   }
 
   /** An endpoint of `model` finished a request (or changed load): queued requests may proceed. */
@@ -184,17 +173,14 @@ export class AdmissionService {
     if (queue === undefined || queue.live === 0) return;
     const now = this.clock.now();
     for (let w = queue.peek(); w !== undefined; w = queue.peek()) {
-      const states = this.registry.endpointsFor(model);
-      const eligible = this.picker.eligible({ model }, states.map((s) => s.candidate(now)));
-      const decision = admit(eligible, this.options.thresholds, 0, 1);
-      if (decision.action === 'queue') return;
-      if (decision.action === 'reject') {
+      const pick = this.pick(model, now, w.how, now - w.enqueuedAt, undefined);
+      if (pick === 'saturated') return;
+      if (pick === 'none') {
         const refusal = this.refusal(model, 'no_endpoints', `no available endpoint for model '${model}' (all are failing, draining or gone)`);
         this.settle(queue, w, { ok: false, refusal }, 'refused');
         continue;
       }
-      const chosen = this.choose(model, decision.candidates, now, w.how, eligible);
-      this.settle(queue, w, { ok: true, lease: { ...chosen, queuedMs: now - w.enqueuedAt } }, 'admitted');
+      this.settle(queue, w, { ok: true, lease: pick }, 'admitted');
     }
   }
 
@@ -232,19 +218,29 @@ export class AdmissionService {
   }
 
   /**
-   * Picks among non-empty `candidates` as `how` says and acquires the endpoint: prefix affinity
+   * The one place the picker runs: `model`'s endpoints (less those `tried`) → its filters →
+   * the saturation check → a choice among the unsaturated ones, leased. All saturated: 'saturated'
+   * — or, for a retry (`tried` given), a choice among them all, since retries never queue.
+   * Nothing eligible: 'none'.
+   */
+  private pick(model: string, now: number, how: RouteHow, queuedMs: number, tried: ReadonlySet<EndpointState> | undefined): EndpointLease | 'saturated' | 'none' {
+    const candidates: RoutedCandidate[] = [];
+    for (const s of this.registry.endpointsFor(model)) if (tried === undefined || !tried.has(s)) candidates.push(s.candidate(now));
+    const eligible = this.picker.eligible({ model }, candidates);
+    const decision = admit(eligible, this.options.thresholds, 0, 1);
+    if (decision.action === 'route') return this.choose(model, decision.candidates, how, eligible, queuedMs);
+    if (decision.action === 'reject') return 'none';
+    return tried === undefined ? 'saturated' : this.choose(model, eligible, how, eligible, queuedMs);
+  }
+
+  /**
+   * Picks among non-empty `candidates` as `how` says and leases the endpoint: prefix affinity
    * with its load guard (libs/routing chooseByAffinity), round-robin, or the weighted scorers
    * (least-load, and prefix-affinity's fallback when there is no key or every replica is saturated).
    * Prefix affinity orders `eligible` (saturated replicas included, so a prefix's home keeps its
    * rank and a saturated one shows as passed over); its guard skips the saturated ones.
    */
-  private choose(
-    model: string,
-    candidates: readonly Candidate[],
-    now: number,
-    how: RouteHow,
-    eligible: readonly Candidate[] = candidates,
-  ): { state: EndpointState; reason: ChoiceReason } {
+  private choose(model: string, candidates: readonly Candidate[], how: RouteHow, eligible: readonly Candidate[], queuedMs: number): EndpointLease {
     let chosen: RoutedCandidate | undefined;
     let reason: ChoiceReason | undefined;
     if (how.policy === 'prefix-affinity' && how.key !== undefined) {
@@ -275,9 +271,9 @@ export class AdmissionService {
       chosen.state.lastScores = result.scores[i].byScorer;
       reason ??= { policy: 'least-load' };
     }
-    chosen.state.acquire(now);
-    this.hooks.chose?.(model, chosen.state, reason as ChoiceReason);
-    return { state: chosen.state, reason: reason as ChoiceReason };
+    const lease = new EndpointLease(this, chosen.state, reason as ChoiceReason, queuedMs);
+    this.hooks.chose?.(model, chosen.state, lease.reason);
+    return lease;
   }
 
   private enqueue(model: string, existing: ModelQueue | undefined, now: number, how: RouteHow): Admission | Waiter {

@@ -1,5 +1,4 @@
 import { STATUS_CODES } from 'node:http';
-import type { ApiResponse } from '../proxy/api-exchange';
 
 /** Every way the router itself refuses or fails a request. Each maps to exactly one status. */
 export type RouterErrorKind =
@@ -101,6 +100,13 @@ export function errorBody(kind: RouterErrorKind, message: string, param: string 
   return { error: { message, type: shape.type, param, code: shape.code } };
 }
 
+/** What sendError writes to: any HTTP response with a head and a body (Node's ServerResponse, the router's own). */
+export interface ErrorResponse {
+  readonly headersSent: boolean;
+  writeHead(status: number, headers: Record<string, string | number>): unknown;
+  end(chunk: string): unknown;
+}
+
 /** Extra response headers an error may carry (`Retry-After`, `WWW-Authenticate`, `Allow`, `Connection`). */
 export type ErrorHeaders = Readonly<Record<string, string | number>>;
 
@@ -110,7 +116,7 @@ export type ErrorHeaders = Readonly<Record<string, string | number>>;
  * stream-error path instead.
  */
 export function sendError(
-  res: ApiResponse,
+  res: ErrorResponse,
   kind: RouterErrorKind,
   message: string,
   param: string | null = null,

@@ -1,6 +1,8 @@
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import type { BreakerState, ScrapeHealth } from '@llmgw/routing';
 import type { EndpointRegistry } from '../endpoints/endpoint.registry';
+import type { RequestObserver, UpstreamFailure } from '../proxy/request.observer';
+import type { TokenUsage } from '../tenancy/response-usage';
 import type { WatchState } from '../watch/controller.watch';
 import { FastCounter, FastHistogram } from './fast-metric';
 
@@ -16,6 +18,7 @@ export interface RouterMetricsSources {
 
 const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
 const OVERHEAD_BUCKETS = [0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1];
+const NO_LABELS: readonly string[] = [];
 const BREAKER_STATES: readonly BreakerState[] = ['closed', 'open', 'half-open'];
 const SCRAPE_HEALTH: readonly ScrapeHealth[] = ['ok', 'suspect', 'unavailable'];
 
@@ -25,7 +28,7 @@ const SCRAPE_HEALTH: readonly ScrapeHealth[] = ['ok', 'suspect', 'unavailable'];
  * scrapes, endpoints, watch) are computed from that state when /metrics is scraped, so nothing
  * runs between scrapes and they cannot drift. Unknown values are absent series, never 0.
  */
-export class RouterMetrics {
+export class RouterMetrics implements RequestObserver {
   /** Labels: route, model, status. */
   readonly requests: FastCounter;
   /** Labels: route, model. */
@@ -33,7 +36,7 @@ export class RouterMetrics {
   /** Labels: model. */
   readonly timeToFirstByte: FastHistogram;
   /** No labels. */
-  readonly overhead: FastHistogram;
+  readonly overheadSeconds: FastHistogram;
   readonly queueWait: Histogram<'model' | 'outcome'>;
   readonly admissionRejections: Counter<'model' | 'reason'>;
   readonly retries: Counter<'model' | 'reason'>;
@@ -49,7 +52,7 @@ export class RouterMetrics {
   readonly scrapeDuration: Histogram<'engine'>;
   readonly scrapeErrors: Counter<'endpoint' | 'reason'>;
   /** Labels: model. */
-  readonly responseBytes: FastCounter;
+  readonly responseBytesTotal: FastCounter;
   /** Tokens the engines' `usage` reported, by model and kind (prompt, completion). */
   readonly tokens: FastCounter;
   readonly keyLimitRefusals: Counter<'reason'>;
@@ -94,7 +97,7 @@ export class RouterMetrics {
       LATENCY_BUCKETS,
       registers,
     );
-    this.overhead = new FastHistogram(
+    this.overheadSeconds = new FastHistogram(
       'llmgw_router_overhead_seconds',
       'Time the router itself spent on a request before sending it to an engine (queue wait excluded), seconds.',
       [],
@@ -159,7 +162,7 @@ export class RouterMetrics {
       labelNames: ['endpoint', 'reason'],
       registers: registersList,
     });
-    this.responseBytes = new FastCounter('llmgw_router_response_bytes_total', 'Response body bytes streamed from engines to clients.', ['model'], registers);
+    this.responseBytesTotal = new FastCounter('llmgw_router_response_bytes_total', 'Response body bytes streamed from engines to clients.', ['model'], registers);
     this.upstreamErrors = new Counter({
       name: 'llmgw_router_upstream_errors_total',
       help: 'Failed exchanges with engines, by kind (connect, reset, timeout, status_5xx, stream_cut).',
@@ -392,6 +395,60 @@ export class RouterMetrics {
         if (staleMs !== undefined) this.set(staleMs / 1000);
       },
     });
+  }
+
+  // The request path's events (RequestObserver).
+  authFailed(): void {
+    this.authFailures.inc();
+  }
+
+  answered(route: string, model: string, status: number, seconds: number): void {
+    this.requests.inc([route, model, String(status)]);
+    this.requestDuration.observe([route, model], seconds);
+  }
+
+  responseBytes(model: string, bytes: number): void {
+    this.responseBytesTotal.inc([model], bytes);
+  }
+
+  keyAnswered(key: string, model: string, status: number): void {
+    this.keyRequests.inc([key, model, String(status)]);
+  }
+
+  tokensUsed(model: string, usage: TokenUsage, key: string | undefined): void {
+    this.tokens.inc([model, 'prompt'], usage.promptTokens);
+    this.tokens.inc([model, 'completion'], usage.completionTokens);
+    if (key === undefined) return;
+    this.keyTokens.inc([key, model, 'prompt'], usage.promptTokens);
+    this.keyTokens.inc([key, model, 'completion'], usage.completionTokens);
+  }
+
+  keyLimitRefused(reason: string): void {
+    this.keyLimitRefusals.inc({ reason });
+  }
+
+  overhead(seconds: number): void {
+    this.overheadSeconds.observe(NO_LABELS, seconds);
+  }
+
+  endpointChosen(model: string, endpointId: string): void {
+    this.endpointChoices.inc([model, endpointId]);
+  }
+
+  firstByte(model: string, seconds: number): void {
+    this.timeToFirstByte.observe([model], seconds);
+  }
+
+  retried(model: string, reason: UpstreamFailure): void {
+    this.retries.inc({ model, reason });
+  }
+
+  upstreamFailed(endpointId: string, kind: UpstreamFailure): void {
+    this.upstreamErrors.inc({ endpoint: endpointId, kind });
+  }
+
+  streamCut(model: string): void {
+    this.streamErrors.inc({ model });
   }
 
   /** Connects the scrape-time gauges to the router's state. */

@@ -1,72 +1,24 @@
 import { randomUUID } from 'node:crypto';
-import type { IncomingMessage } from 'node:http';
-import type { ApiEndpoint, Clock, ModelView } from '@llmgw/domain';
+import type { Clock, ModelView } from '@llmgw/domain';
 import type { Logger } from 'pino';
 import { policyFor, prefixAffinityParams, requestPrefixKey } from '@llmgw/routing';
-import { LEAST_LOAD, ROUND_ROBIN, Waiter, type Admission, type AdmissionService, type ChoiceReason, type RouteHow } from '../admission/admission.service';
-import { ENGINE_ERROR_BODY_LIMIT, engineErrorBody, sendError, sseErrorEvent, type ErrorHeaders, type RouterErrorKind } from '../api/openai-error.mapper';
+import { LEAST_LOAD, ROUND_ROBIN, Waiter, type Admission, type AdmissionService, type RouteHow } from '../admission/admission.service';
+import type { EndpointLease } from '../admission/endpoint.lease';
+import { sendError, type ErrorHeaders, type RouterErrorKind } from '../api/openai-error.mapper';
 import { keyAllows, type ApiKeyAuthenticator, type RouterKey } from '../auth/api-key.authenticator';
 import type { CatalogView } from '../endpoints/catalog.view';
 import type { EndpointRegistry } from '../endpoints/endpoint.registry';
 import type { EndpointState } from '../endpoints/endpoint.state';
-import type { RouterMetrics } from '../metrics/router.metrics';
-import type { ApiRequest, ApiResponse } from './api-exchange';
-import type { EngineCall, EngineCallTimeouts, EnginePool, EngineRequestError, EngineResponseHandler } from './engine-connection.pool';
-import { FastRequest } from './fast-http.frontend';
-import { joinForWrite } from './http1.syntax';
-import type { ResponseHead } from './http1-response.parser';
+import { joinForWrite, type ApiRequest, type ApiResponse, type EngineCallTimeouts, type EnginePool } from '../http1';
+import type { KeyAdmission, KeyLimitsStage, KeyRefusal } from '../tenancy/key-limits.stage';
+import { askForStreamUsage, type TokenUsage } from '../tenancy/response-usage';
+import { Exchange, type RouteName } from './exchange';
+import type { ProxyOptions } from './proxy.options';
+import { Relay, type RelayHost } from './relay';
+import type { RequestObserver, UpstreamFailure } from './request.observer';
 import { scanRequestBody } from './request-body.scanner';
-import { onlyPreamble } from './sse-preamble';
-import { KeyLimitsStage, type KeyAdmission, type KeyRefusal } from '../tenancy/key-limits.stage';
-import { askForStreamUsage, JsonUsageTail, SseUsageTap, type TokenUsage } from '../tenancy/response-usage';
 
-/** Proxy settings; sizes in bytes, times in milliseconds. */
-export interface ProxyOptions {
-  /** Largest request body accepted; larger → 413. */
-  readonly maxBodyBytes: number;
-  /** Deepest nesting of objects and arrays accepted in a JSON body; deeper → 400. */
-  readonly maxJsonDepth: number;
-  /** Extra attempts on other endpoints after a failure before the first response byte. */
-  readonly maxRetries: number;
-  /** Longest a new TCP connection to an engine may take. */
-  readonly connectTimeoutMs: number;
-  /** Longest wait for an engine's response headers once the request is sent; a model's `firstByteTimeoutMs` overrides it. */
-  readonly firstByteTimeoutMs: number;
-  /** Longest silence from an engine in the middle of a response (the stall deadline); a model's `stallTimeoutMs` overrides it. */
-  readonly idleTimeoutMs: number;
-  /**
-   * How long a 200 SSE response's head and role-only chunks are held back waiting for the first
-   * content, so that an engine dying in between is retried like any failure before the first
-   * byte; past it they are sent anyway. 0 = never hold.
-   */
-  readonly holdUntilContentMs: number;
-  /** Adds `x-llmgw-route` to proxied responses: the chosen replica and why (see routeHeader). Off by default. */
-  readonly debugHeader?: boolean;
-  /** Counts requests and tokens per API key too (`llmgw_router_key_*`). Off by default: one series per key and model. */
-  readonly keyMetrics?: boolean;
-}
-
-/** The debug header's name. */
-export const ROUTE_HEADER = 'x-llmgw-route';
-
-/**
- * The debug header's value: `replica=<id>; policy=<policy>` and, for prefix affinity, the
- * replica's rank in the prefix's rendezvous order (0 = home), the key's depth in blocks, the
- * load cap and the replicas the guard passed over; `fallback=` when a prefix-affinity request
- * was chosen by load; `retry=<n>` when it is a retry's replica.
- */
-export function routeHeader(replicaId: string, reason: ChoiceReason, retries: number): string {
-  let v = `replica=${replicaId}; policy=${reason.policy}`;
-  if (reason.policy === 'prefix-affinity') {
-    v += `; rank=${reason.rank}; blocks=${reason.blocks}; cap=${reason.cap}`;
-    if (reason.deflectedFrom.length > 0) v += `; deflected=${reason.deflectedFrom.join(',')}`;
-  } else if ('fallback' in reason) {
-    v += `; fallback=${reason.fallback}`;
-  }
-  return retries > 0 ? `${v}; retry=${retries}` : v;
-}
-
-type RouteName = ApiEndpoint | 'models';
+export { ROUTE_HEADER, routeHeader, type ProxyOptions } from './proxy.options';
 
 const ROUTES: ReadonlyMap<string, { readonly name: RouteName; readonly method: 'GET' | 'POST' }> = new Map([
   ['/v1/chat/completions', { name: 'chat', method: 'POST' }],
@@ -87,149 +39,23 @@ function safeDecode(segment: string): string {
   }
 }
 
-
 /** Request headers never forwarded to an engine: hop-by-hop, and what the router sets itself. */
 const DROP_REQUEST = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'te', 'trailer', 'upgrade', 'expect', 'host', 'content-length', 'proxy-authorization']);
-/** Response headers never passed back: hop-by-hop (Node frames the client connection itself). */
-const DROP_RESPONSE = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'te', 'trailer', 'upgrade']);
-/** Also dropped from an engine's error answer, whose body the router rewrites. */
-const DROP_ERROR_RESPONSE = new Set([...DROP_RESPONSE, 'content-type', 'content-length', 'content-encoding']);
-
-/** Largest preamble held back before the response is sent on anyway. */
-const MAX_HELD_BYTES = 64 * 1024;
-
-/** A response head and the preamble pieces held back until the first content (see ProxyOptions.holdUntilContentMs). */
-interface HeldResponse {
-  readonly status: number;
-  readonly headers: string[];
-  readonly pieces: Buffer[];
-  bytes: number;
-  timer: NodeJS.Timeout | undefined;
-}
-
-/** One attempt at one endpoint: receives the engine's response for the exchange. */
-class Attempt implements EngineResponseHandler {
-  call: EngineCall | undefined;
-  settled = false;
-  /** The response to the client has started (its head is written); from here a failure cuts it instead of retrying. */
-  responded = false;
-  /** Set while the head is held back waiting for the first content. */
-  held: HeldResponse | undefined;
-
-  constructor(
-    private readonly proxy: ProxyHandler,
-    readonly ex: Exchange,
-    readonly state: EndpointState,
-  ) {}
-
-  // Each callback is guarded like ProxyHandler.step, without allocating a closure per body piece.
-  onHead(head: ResponseHead): void {
-    try {
-      this.proxy.onHead(this, head);
-    } catch (error) {
-      this.proxy.stepFailed(this.ex, error);
-    }
-  }
-
-  onBody(piece: Buffer): void {
-    try {
-      this.proxy.onBody(this, piece);
-    } catch (error) {
-      this.proxy.stepFailed(this.ex, error);
-    }
-  }
-
-  onEnd(): void {
-    try {
-      this.proxy.onEnd(this);
-    } catch (error) {
-      this.proxy.stepFailed(this.ex, error);
-    }
-  }
-
-  onError(error: EngineRequestError): void {
-    try {
-      this.proxy.onEngineError(this, error);
-    } catch (thrown) {
-      this.proxy.stepFailed(this.ex, thrown);
-    }
-  }
-}
-
-/** One client request, from arrival to the end of its response. */
-class Exchange {
-  model = '';
-  /** The API key the request came with, when keys are checked. */
-  key: RouterKey | undefined;
-  /** Its claim on the key's limits, settled when the answer ends. */
-  limits: KeyAdmission | undefined;
-  /** The engine was asked for a stream's usage chunk the client did not ask for: it is taken out on the way back. */
-  stripUsage = false;
-  /** Reads the answer's token usage on its way to the client (requests with a key). */
-  usageTap: SseUsageTap | undefined;
-  usageTail: JsonUsageTail | undefined;
-  /** The model's deadlines (its catalog values, else the router's). */
-  timeouts: EngineCallTimeouts | undefined;
-  body: Buffer = EMPTY;
-  /** Request header lines forwarded to the engine, ending with Content-Length and the blank line. */
-  headerBlock: string | undefined;
-  queuedMs = 0;
-  /** Why the first endpoint was chosen (for the debug header). */
-  reason: ChoiceReason | undefined;
-  attempts = 0;
-  first: EndpointState | undefined;
-  tried: Set<EndpointState> | undefined;
-  current: Attempt | undefined;
-  waiter: Waiter | undefined;
-  staleRetried = false;
-  clientGone = false;
-  finished = false;
-  sse = false;
-  fixedLength = false;
-  /** Body length announced by the engine (framing 'length'); the last piece ends the response in the same write. */
-  expectedBytes = -1;
-  ended = false;
-  bytes = 0;
-  lastChunk: Buffer | undefined;
-  status = 0;
-  resume: (() => void) | undefined;
-  /** Set while an engine's non-2xx answer is held to be normalised: the header pairs kept, and its body so far. */
-  engineError: { headers: string[]; pieces: Buffer[]; bytes: number } | undefined;
-
-  constructor(
-    readonly req: ApiRequest,
-    readonly res: ApiResponse,
-    readonly route: RouteName,
-    readonly start: number,
-  ) {}
-}
-
-const EMPTY = Buffer.alloc(0);
-const NO_LABELS: readonly string[] = [];
-/** Stream errors handled through 'close'/'aborted' paths; the listener only keeps them from being thrown. */
-const ignore = (): void => undefined;
-
-/** True when an SSE byte stream chunk ends an event (`\n\n` or `\r\n\r\n`), so another event may follow cleanly. */
-function endsWithBlankLine(chunk: Buffer): boolean {
-  const n = chunk.length;
-  if (n < 2 || chunk[n - 1] !== 0x0a) return false;
-  return chunk[n - 2] === 0x0a || (n >= 4 && chunk[n - 2] === 0x0d && chunk[n - 3] === 0x0a);
-}
-
-
-type UpstreamFailure = 'connect' | 'reset' | 'timeout' | 'status_5xx' | 'stream_cut';
 
 /**
- * The OpenAI API on the hot path, as a plain Node `(req, res)` handler: authenticate → route →
- * read the body once (bounded) → find `model` → resolve it in the catalog → admission → send the
- * **original bytes** to the chosen engine over a pooled keep-alive connection → pass the answer back
- * untouched (SSE included; a non-2xx answer has its body rewritten into the OpenAI error shape,
- * status and message kept) → release. A failure before the first response byte (connect error,
- * reset, timeout, 502/503 from the engine) is retried on another endpoint within the budget;
- * after it, an SSE response ends with an OpenAI-shaped error event and a plain one is closed.
+ * The OpenAI API on the hot path, as one `(req, res)` handler for either HTTP/1.1 reader
+ * (http1/). A request goes through four stages:
+ * 1. **route** — authenticate, match the path, find `model` in the body (read once, bounded,
+ *    checked as JSON without building the document) and resolve it in the catalog;
+ * 2. **admit and choose** — the key's limits, then admission (libs/routing's picker, run once),
+ *    which answers with an EndpointLease, a place in the model's queue, or a refusal;
+ * 3. **relay** — the **original bytes** go to the leased engine over a pooled keep-alive
+ *    connection and its answer comes back untouched (see Relay: retries, stream cuts);
+ * 4. **settle** — the lease is released with the outcome (waking the queue), the key's claim is
+ *    settled with the tokens used, and the request observer is told.
  * Every refusal is OpenAI-shaped (see openai-error.mapper).
  */
-export class ProxyHandler {
+export class ProxyHandler implements RelayHost {
   private readonly debug: boolean;
   private readonly modelLists = new WeakMap<CatalogView, Buffer>();
   private readonly defaultTimeouts: EngineCallTimeouts;
@@ -242,11 +68,11 @@ export class ProxyHandler {
     private readonly keyLimits: KeyLimitsStage | undefined,
     /** Told the tokens each answer of a keyed request used, for usage per key. */
     private readonly keyUsage: ((key: string, model: string, usage: TokenUsage) => void) | undefined,
-    private readonly metrics: RouterMetrics,
+    readonly observer: RequestObserver,
     private readonly pool: EnginePool,
     private readonly clock: Clock,
-    private readonly logger: Logger,
-    private readonly options: ProxyOptions,
+    readonly logger: Logger,
+    readonly options: ProxyOptions,
   ) {
     this.debug = logger.isLevelEnabled('debug');
     this.defaultTimeouts = { firstByteMs: options.firstByteTimeoutMs, idleMs: options.idleTimeoutMs };
@@ -266,12 +92,14 @@ export class ProxyHandler {
     }
   };
 
+  // ── 1. Route ────────────────────────────────────────────────────────────────────────────────
+
   private route(req: ApiRequest, res: ApiResponse): void {
     const start = performance.now();
-    // 1. Authentication comes before anything else, even routing (and the fast front end reads no body it would refuse).
+    // Authentication comes before anything else, even routing (and neither reader reads a body it would refuse).
     const check = this.auth.enforcing ? this.auth.check(req.headers.authorization) : undefined;
     if (check !== undefined && !check.ok) {
-      this.metrics.authFailures.inc();
+      this.observer.authFailed();
       const message = check.reason === 'expired' ? 'The API key has expired.' : 'Missing or invalid API key: send "Authorization: Bearer <key>".';
       const status = sendError(res, 'unauthorized', message, null, {
         'www-authenticate': 'Bearer',
@@ -279,8 +107,7 @@ export class ProxyHandler {
       this.count('', '', status, start);
       return;
     }
-    // 2. Route.
-    const url = req.url ?? '/';
+    const url = req.url;
     const q = url.indexOf('?');
     const path = q < 0 ? url : url.slice(0, q);
     const route = ROUTES.get(path);
@@ -295,78 +122,17 @@ export class ProxyHandler {
       return;
     }
     if (route.name === 'models') return this.listModels(res, start, check?.ok ? check.key : undefined);
-    // 3. Read the body once, bounded.
     const ex = new Exchange(req, res, route.name, start);
     if (check?.ok) ex.key = check.key;
     res.on('close', () => this.onClientClose(ex));
-    const declared = req.headers['content-length'];
-    if (declared !== undefined && Number(declared) > this.options.maxBodyBytes) {
-      this.refuseTooLarge(ex);
+    if (req.bodyTooLarge) {
+      this.fail(ex, 'body_too_large', `Request body is larger than the limit of ${this.options.maxBodyBytes} bytes.`, null, { connection: 'close' });
       return;
     }
-    if (req instanceof FastRequest) {
-      // The fast front end read the whole body already.
-      this.step(ex, () => this.onRequestBody(ex, req.body));
-      return;
-    }
-    this.readBody(ex, req);
+    this.step(ex, () => this.onRequestBody(ex, req.body));
   }
 
-  /** Reads a Node request's body once, bounded, then goes on with it. */
-  private readBody(ex: Exchange, req: IncomingMessage): void {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    let tooLarge = false;
-    req.on('data', (chunk: Buffer) => {
-      if (tooLarge) return;
-      size += chunk.length;
-      if (size > this.options.maxBodyBytes) {
-        tooLarge = true;
-        chunks.length = 0;
-        this.refuseTooLarge(ex);
-        return;
-      }
-      chunks.push(chunk);
-    });
-    req.on('end', () => {
-      if (tooLarge || ex.clientGone) return;
-      this.step(ex, () => this.onRequestBody(ex, chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size)));
-    });
-    req.on('error', ignore);
-  }
-
-  /** @internal Runs a step of the exchange; a bug in it answers 500 (or closes a started response) instead of killing the process. */
-  step(ex: Exchange, run: () => void): void {
-    try {
-      run();
-    } catch (error) {
-      this.stepFailed(ex, error);
-    }
-  }
-
-  /** @internal A step threw: release what the exchange holds, answer 500 (or close a started response), log an error id. */
-  stepFailed(ex: Exchange, error: unknown): void {
-    const at = ex.current;
-    if (at !== undefined && !at.settled) {
-      this.settle(at, 'abandoned');
-      at.call?.abort();
-    }
-    this.internalError(ex.req, ex.res, error);
-    this.finish(ex, 500);
-  }
-
-  private internalError(req: ApiRequest, res: ApiResponse, error: unknown): void {
-    const errorId = randomUUID();
-    this.logger.error({ errorId, err: error instanceof Error ? error.stack : String(error), url: req.url }, 'internal error while proxying');
-    if (res.headersSent) res.destroy();
-    else sendError(res, 'internal', `Internal error in the router (error id ${errorId}).`);
-  }
-
-  private refuseTooLarge(ex: Exchange): void {
-    this.fail(ex, 'body_too_large', `Request body is larger than the limit of ${this.options.maxBodyBytes} bytes.`, null, { connection: 'close' });
-  }
-
-  // 4. Check the JSON and find `model` without building the document (bounded depth), resolve it, ask admission.
+  /** The body's `model`, resolved in the catalog and checked against the key and the route; then on to admission. */
   private onRequestBody(ex: Exchange, body: Buffer): void {
     const scan = scanRequestBody(body, this.options.maxJsonDepth);
     if (!scan.ok) {
@@ -405,6 +171,24 @@ export class ProxyHandler {
       ex.body = asked.body;
       ex.stripUsage = asked.strip;
     }
+    this.admit(ex, model, body);
+  }
+
+  /** A model's deadlines: its own where the catalog sets them, else the router's; one object per catalog model. */
+  private timeoutsOf(model: ModelView): EngineCallTimeouts {
+    if (model.firstByteTimeoutMs === undefined && model.stallTimeoutMs === undefined) return this.defaultTimeouts;
+    let t = this.modelTimeouts.get(model);
+    if (t === undefined) {
+      t = { firstByteMs: model.firstByteTimeoutMs ?? this.defaultTimeouts.firstByteMs, idleMs: model.stallTimeoutMs ?? this.defaultTimeouts.idleMs };
+      this.modelTimeouts.set(model, t);
+    }
+    return t;
+  }
+
+  // ── 2. Admit and choose ─────────────────────────────────────────────────────────────────────
+
+  /** The key's limits first (when it has any), then an endpoint. */
+  private admit(ex: Exchange, model: ModelView, body: Buffer): void {
     const key = ex.key;
     if (this.keyLimits !== undefined && this.keyLimits.needs(key)) {
       void this.keyLimits.admit(key, body).then(
@@ -419,7 +203,7 @@ export class ProxyHandler {
   /** The key's limits answered: refused (429 in OpenAI's shape), or on to choosing an endpoint. */
   private onKeyLimits(ex: Exchange, model: ModelView, body: Buffer, result: KeyAdmission | KeyRefusal): void {
     if ('kind' in result) {
-      this.metrics.keyLimitRefusals.inc({ reason: result.kind });
+      this.observer.keyLimitRefused(result.kind);
       this.fail(ex, result.kind, result.message, null, result.headers);
       return;
     }
@@ -431,6 +215,7 @@ export class ProxyHandler {
     this.admitToEndpoint(ex, model, body);
   }
 
+  /** Admission for the model's endpoints, chosen as the model's policy says: a lease now, a place in the queue, or a refusal. */
   private admitToEndpoint(ex: Exchange, model: ModelView, body: Buffer): void {
     const admission = this.admission.admit(model.name, this.routeHow(model, ex.route, body));
     if (admission instanceof Waiter) {
@@ -456,17 +241,6 @@ export class ProxyHandler {
     return key === undefined ? { policy } : { policy, key, epsilon: params.epsilon };
   }
 
-  /** A model's deadlines: its own where the catalog sets them, else the router's; one object per catalog model. */
-  private timeoutsOf(model: ModelView): EngineCallTimeouts {
-    if (model.firstByteTimeoutMs === undefined && model.stallTimeoutMs === undefined) return this.defaultTimeouts;
-    let t = this.modelTimeouts.get(model);
-    if (t === undefined) {
-      t = { firstByteMs: model.firstByteTimeoutMs ?? this.defaultTimeouts.firstByteMs, idleMs: model.stallTimeoutMs ?? this.defaultTimeouts.idleMs };
-      this.modelTimeouts.set(model, t);
-    }
-    return t;
-  }
-
   private onAdmission(ex: Exchange, admission: Admission): void {
     ex.waiter = undefined;
     if (!admission.ok) {
@@ -474,29 +248,41 @@ export class ProxyHandler {
       this.fail(ex, r.kind, r.message, null, { 'retry-after': r.retryAfterSeconds });
       return;
     }
-    const { state, queuedMs, reason } = admission.lease;
-    ex.reason = reason;
+    const lease = admission.lease;
+    ex.reason = lease.reason;
     if (ex.clientGone) {
-      state.release('abandoned');
-      this.admission.wake(state.endpoint.model);
+      lease.release('abandoned');
       return;
     }
-    ex.queuedMs = queuedMs;
-    ex.first = state;
-    this.send(ex, state);
-    this.metrics.overhead.observe(NO_LABELS, (performance.now() - ex.start - queuedMs) / 1000);
+    ex.queuedMs = lease.queuedMs;
+    ex.first = lease.state;
+    this.send(ex, lease);
+    this.observer.overhead((performance.now() - ex.start - lease.queuedMs) / 1000);
   }
 
-  // 5. Forward the original bytes.
-  private send(ex: Exchange, state: EndpointState): void {
+  /** Leases another endpoint after `failed` failed: one this request has not tried (retries never queue). */
+  nextLease(ex: Exchange, failed: EndpointState): EndpointLease | undefined {
+    if (ex.tried === undefined) {
+      ex.tried = new Set();
+      if (ex.first !== undefined) ex.tried.add(ex.first);
+    }
+    ex.tried.add(failed);
+    return this.admission.retry(ex.model, ex.tried);
+  }
+
+  // ── 3. Relay ────────────────────────────────────────────────────────────────────────────────
+
+  /** Forwards the original bytes to the leased endpoint; a Relay takes the answer. */
+  send(ex: Exchange, lease: EndpointLease): void {
     ex.attempts++;
-    this.metrics.endpointChoices.inc([ex.model, state.id]);
+    const state = lease.state;
+    this.observer.endpointChosen(ex.model, state.id);
     const t = state.target;
     ex.headerBlock ??= this.headerBlock(ex);
-    const head = `POST ${t.basePath}${ex.req.url ?? '/'} HTTP/1.1\r\nhost: ${t.host}\r\n${ex.headerBlock}`;
-    const attempt = new Attempt(this, ex, state);
-    ex.current = attempt;
-    attempt.call = this.pool.request(t, joinForWrite(head, ex.body), attempt, ex.timeouts ?? this.defaultTimeouts);
+    const head = `POST ${t.basePath}${ex.req.url} HTTP/1.1\r\nhost: ${t.host}\r\n${ex.headerBlock}`;
+    const relay = new Relay(this, ex, lease);
+    ex.current = relay;
+    relay.call = this.pool.request(t, joinForWrite(head, ex.body), relay, ex.timeouts ?? this.defaultTimeouts);
   }
 
   /** The client's header lines as received (the parser has validated them), minus hop-by-hop ones and the router's key. */
@@ -513,278 +299,63 @@ export class ProxyHandler {
     return `${block}content-length: ${ex.body.length}\r\n\r\n`;
   }
 
-  // 6. Pass the answer back untouched.
-  /** @internal */
-  onHead(at: Attempt, head: ResponseHead): void {
-    const ex = at.ex;
-    if (at.settled) return;
-    const status = head.status;
-    if ((status === 502 || status === 503) && !ex.clientGone && ex.attempts <= this.options.maxRetries) {
-      const next = this.nextEndpoint(ex, at.state);
-      if (next !== undefined) {
-        at.call?.abort();
-        this.settle(at, 'failure', 'status_5xx');
-        this.retry(ex, next, 'status_5xx', `HTTP ${status}`);
-        return;
-      }
-    }
-    ex.status = status;
-    ex.sse = false;
-    ex.fixedLength = false;
-    ex.expectedBytes = -1;
-    const raw = head.rawHeaders;
-    const headers: string[] = [];
-    if (status < 200 || status >= 300) {
-      // An engine's error: held whole (bounded) and answered in the OpenAI shape at its end.
-      for (let i = 0; i < raw.length; i += 2) if (!DROP_ERROR_RESPONSE.has(raw[i].toLowerCase())) headers.push(raw[i], raw[i + 1]);
-      // The engine has answered: a break from here on ends with what it said, never a retry.
-      at.responded = true;
-      this.metrics.timeToFirstByte.observe([ex.model], (performance.now() - ex.start) / 1000);
-      ex.engineError = { headers, pieces: [], bytes: 0 };
-      return;
-    }
-    for (let i = 0; i < raw.length; i += 2) {
-      const name = raw[i].toLowerCase();
-      if (DROP_RESPONSE.has(name)) continue;
-      if (name === 'content-type' && raw[i + 1].startsWith('text/event-stream')) ex.sse = true;
-      else if (name === 'content-length') {
-        // Only a length that frames the body is passed on: next to Transfer-Encoding it is void
-        // (RFC 9112 §6.3) and the body is sent on chunked.
-        if (head.framing !== 'length' && head.framing !== 'none') continue;
-        if (head.framing === 'length') {
-          ex.fixedLength = true;
-          ex.expectedBytes = Number(raw[i + 1]);
-        }
-      }
-      headers.push(raw[i], raw[i + 1]);
-    }
-    if (ex.key !== undefined) {
-      // A stream with a fixed length cannot lose bytes: its usage chunk, if any, stays.
-      if (ex.sse) ex.usageTap = new SseUsageTap(ex.stripUsage && !ex.fixedLength);
-      else ex.usageTail = new JsonUsageTail();
-    }
-    if (ex.limits !== undefined) for (const [name, value] of Object.entries(ex.limits.headers)) headers.push(name, value);
-    const holdMs = this.options.holdUntilContentMs;
-    if (status === 200 && ex.sse && !ex.fixedLength && holdMs > 0 && !ex.clientGone) {
-      // 1. Hold the head until the first content: an engine dying before it is then retried elsewhere.
-      const held: HeldResponse = { status, headers, pieces: [], bytes: 0, timer: undefined };
-      held.timer = setTimeout(() => this.step(ex, () => this.release(at)), holdMs);
-      at.held = held;
-      return;
-    }
-    this.respond(at, status, headers);
+  retry(ex: Exchange, lease: EndpointLease, reason: UpstreamFailure, detail: string): void {
+    this.observer.retried(ex.model, reason);
+    if (this.debug) this.logger.debug({ requestId: this.requestId(ex), model: ex.model, replicaId: lease.state.id, reason, detail }, 'retrying on another endpoint');
+    ex.tried?.add(lease.state);
+    this.send(ex, lease);
   }
 
-  /** Starts the client's response: from here a failure cuts it rather than retrying. */
-  private respond(at: Attempt, status: number, headers: string[]): void {
-    at.responded = true;
-    this.metrics.timeToFirstByte.observe([at.ex.model], (performance.now() - at.ex.start) / 1000);
-    if (this.options.debugHeader === true && at.ex.reason !== undefined) headers.push(ROUTE_HEADER, routeHeader(at.state.id, at.ex.reason, at.ex.attempts - 1));
-    at.ex.res.writeHead(status, headers);
+  // ── 4. Settle ───────────────────────────────────────────────────────────────────────────────
+
+  /** Runs a step of the exchange; a bug in it answers 500 (or closes a started response) instead of killing the process. */
+  private step(ex: Exchange, run: () => void): void {
+    try {
+      run();
+    } catch (error) {
+      this.stepFailed(ex, error);
+    }
   }
 
-  /** Sends a held head and its preamble on (first content, end of response, or the hold bound). */
-  private release(at: Attempt): void {
-    const held = at.held;
-    if (held === undefined || at.settled) return;
-    at.held = undefined;
-    clearTimeout(held.timer);
-    this.respond(at, held.status, held.headers);
-    if (held.bytes > 0) this.forward(at, held.pieces.length === 1 ? held.pieces[0] : Buffer.concat(held.pieces, held.bytes));
+  /** A step threw: release what the exchange holds, answer 500 (or close a started response), log an error id. */
+  stepFailed(ex: Exchange, error: unknown): void {
+    ex.current?.abandon();
+    this.internalError(ex.req, ex.res, error);
+    this.finish(ex, 500);
   }
 
-  /** @internal */
-  onBody(at: Attempt, piece: Buffer): void {
-    if (at.settled) return;
-    const held = at.held;
-    if (held === undefined) {
-      this.forward(at, piece);
-      return;
-    }
-    // 2. Held: keep the pieces while they are only preamble; let go at the first content.
-    held.pieces.push(piece);
-    held.bytes += piece.length;
-    if (held.bytes > MAX_HELD_BYTES || !onlyPreamble(Buffer.concat(held.pieces, held.bytes).toString('utf8'))) this.release(at);
-  }
-
-  /** Passes a body piece to the client as it is, with backpressure. */
-  private forward(at: Attempt, piece: Buffer): void {
-    const ex = at.ex;
-    const held = ex.engineError;
-    if (held !== undefined) {
-      const room = ENGINE_ERROR_BODY_LIMIT - held.bytes;
-      if (room > 0) {
-        const kept = piece.length > room ? piece.subarray(0, room) : piece;
-        held.pieces.push(kept);
-        held.bytes += kept.length;
-      }
-      return;
-    }
-    if (ex.usageTap !== undefined) {
-      piece = ex.usageTap.push(piece);
-      if (piece.length === 0) return;
-    } else ex.usageTail?.push(piece);
-    ex.bytes += piece.length;
-    ex.lastChunk = piece;
-    if (ex.bytes === ex.expectedBytes) {
-      // The whole body is here: head, body and end leave in one write.
-      ex.ended = true;
-      ex.res.end(piece);
-      return;
-    }
-    if (ex.res.write(piece)) return;
-    // Backpressure: a slow client slows the engine's stream, never the router's memory.
-    at.call?.pause();
-    ex.res.once('drain', (ex.resume ??= () => at.call?.resume()));
-  }
-
-  /** @internal */
-  onEnd(at: Attempt): void {
-    if (at.settled) return;
-    // A complete response that was all preamble is still a response.
-    this.release(at);
-    const ex = at.ex;
-    const failed = ex.status >= 500;
-    this.settle(at, failed ? 'failure' : 'success', failed ? 'status_5xx' : undefined);
-    if (ex.engineError !== undefined) this.answerEngineError(ex);
-    else if (!ex.ended) {
-      const rest = ex.usageTap?.end();
-      ex.res.end(rest !== undefined && rest.length > 0 ? rest : undefined);
-    }
-    this.finish(ex, ex.status);
-  }
-
-  /** Answers a held engine error with its status and kept headers, its body in the OpenAI shape. */
-  private answerEngineError(ex: Exchange): void {
-    const held = ex.engineError;
-    if (held === undefined || ex.clientGone) return;
-    ex.engineError = undefined;
-    const body = Buffer.from(JSON.stringify(engineErrorBody(ex.status, Buffer.concat(held.pieces, held.bytes))));
-    ex.bytes = body.length;
-    ex.res.writeHead(ex.status, [...held.headers, 'content-type', 'application/json', 'content-length', String(body.length)]);
-    ex.res.end(body);
-  }
-
-  /** @internal */
-  onEngineError(at: Attempt, error: EngineRequestError): void {
-    if (at.settled) return;
-    const ex = at.ex;
-    if (at.responded && ex.engineError !== undefined) {
-      // The engine's error answer broke off: answer with what it said so far.
-      this.settle(at, 'failure', 'stream_cut');
-      at.call?.abort();
-      this.answerEngineError(ex);
-      this.finish(ex, ex.status);
-      return;
-    }
-    if (at.responded) {
-      this.cut(ex, at, error.message);
-      return;
-    }
-    const failure: UpstreamFailure = error.kind === 'connect' ? 'connect' : error.kind === 'timeout' ? 'timeout' : 'reset';
-    // A pooled connection the engine closed just as it was reused: not the engine failing.
-    if (failure === 'reset' && error.reused && !ex.staleRetried && !ex.clientGone) {
-      ex.staleRetried = true;
-      this.settle(at, 'abandoned');
-      at.state.acquire(this.clock.now());
-      ex.attempts--;
-      this.send(ex, at.state);
-      return;
-    }
-    this.settle(at, 'failure', failure);
-    if (ex.clientGone) return;
-    if (ex.attempts <= this.options.maxRetries) {
-      const next = this.nextEndpoint(ex, at.state);
-      if (next !== undefined) {
-        this.retry(ex, next, failure, error.message);
-        return;
-      }
-    }
-    this.logger.warn({ requestId: this.requestId(ex), model: ex.model, replicaId: at.state.id, err: error.message, attempts: ex.attempts }, 'engine request failed before a response; no retry left');
-    const kind: RouterErrorKind = failure === 'timeout' ? 'upstream_timeout' : 'upstream_unavailable';
-    this.fail(ex, kind, `The engine serving model '${ex.model}' failed before answering (${error.message}); tried ${ex.attempts} endpoint(s).`);
-  }
-
-  private nextEndpoint(ex: Exchange, failed: EndpointState): EndpointState | undefined {
-    if (ex.tried === undefined) {
-      ex.tried = new Set();
-      if (ex.first !== undefined) ex.tried.add(ex.first);
-    }
-    ex.tried.add(failed);
-    return this.admission.pickForRetry(ex.model, ex.tried);
-  }
-
-  private retry(ex: Exchange, next: EndpointState, reason: UpstreamFailure, detail: string): void {
-    this.metrics.retries.inc({ model: ex.model, reason });
-    if (this.debug) this.logger.debug({ requestId: this.requestId(ex), model: ex.model, replicaId: next.id, reason, detail }, 'retrying on another endpoint');
-    ex.tried?.add(next);
-    this.send(ex, next);
-  }
-
-  /** The response already started: end an SSE stream with an error event, close anything else. */
-  private cut(ex: Exchange, at: Attempt, detail: string): void {
-    this.settle(at, 'failure', 'stream_cut');
-    at.call?.abort();
-    this.metrics.streamErrors.inc({ model: ex.model });
-    this.logger.warn({ requestId: this.requestId(ex), model: ex.model, replicaId: at.state.id, err: detail, bytes: ex.bytes }, 'engine response cut after it started');
-    if (!ex.clientGone) {
-      const res = ex.res;
-      if (ex.sse && !ex.fixedLength) {
-        const last = ex.lastChunk;
-        const atBoundary = last === undefined || endsWithBlankLine(last);
-        const event = sseErrorEvent('stream_interrupted', `The engine serving model '${ex.model}' stopped in the middle of the response: ${detail}`);
-        // A complete chunked body: the client's connection stays usable. Closing it here raced
-        // the client's next request on the same keep-alive connection ("fetch failed").
-        res.end(atBoundary ? event : `\n\n${event}`);
-      } else {
-        res.destroy();
-      }
-    }
-    this.finish(ex, ex.status);
-  }
-
-  private settle(at: Attempt, outcome: 'success' | 'failure' | 'abandoned', failure?: UpstreamFailure): void {
-    if (at.settled) return;
-    at.settled = true;
-    if (at.held !== undefined) {
-      clearTimeout(at.held.timer);
-      at.held = undefined;
-    }
-    // Counted first: releasing a removed endpoint's last request forgets its series.
-    if (failure !== undefined) this.metrics.upstreamErrors.inc({ endpoint: at.state.id, kind: failure });
-    at.state.release(outcome);
-    this.admission.wake(at.state.endpoint.model);
+  private internalError(req: ApiRequest, res: ApiResponse, error: unknown): void {
+    const errorId = randomUUID();
+    this.logger.error({ errorId, err: error instanceof Error ? error.stack : String(error), url: req.url }, 'internal error while proxying');
+    if (res.headersSent) res.destroy();
+    else sendError(res, 'internal', `Internal error in the router (error id ${errorId}).`);
   }
 
   private onClientClose(ex: Exchange): void {
     if (ex.res.writableFinished || ex.clientGone) return;
     ex.clientGone = true;
     ex.waiter?.cancel();
-    const at = ex.current;
-    if (at !== undefined && !at.settled) {
-      this.settle(at, 'abandoned');
-      at.call?.abort();
-    }
+    ex.current?.abandon();
     // 499: nginx's "client closed request".
     this.finish(ex, 499);
   }
 
-  private fail(ex: Exchange, kind: RouterErrorKind, message: string, param: string | null = null, headers?: ErrorHeaders): void {
+  fail(ex: Exchange, kind: RouterErrorKind, message: string, param: string | null = null, headers?: ErrorHeaders): void {
     if (ex.clientGone || ex.finished) return;
     const status = sendError(ex.res, kind, message, param, headers);
     this.finish(ex, status);
   }
 
-  private finish(ex: Exchange, status: number): void {
+  finish(ex: Exchange, status: number): void {
     if (ex.finished) return;
     ex.finished = true;
-    if (this.options.keyMetrics === true && ex.key !== undefined) this.metrics.keyRequests.inc([ex.key.name, ex.model, String(status)]);
+    if (this.options.keyMetrics === true && ex.key !== undefined) this.observer.keyAnswered(ex.key.name, ex.model, status);
     this.settleLimits(ex, status);
     this.count(ex.route, ex.model, status, ex.start);
-    if (ex.bytes > 0) this.metrics.responseBytes.inc([ex.model], ex.bytes);
+    if (ex.bytes > 0) this.observer.responseBytes(ex.model, ex.bytes);
     if (this.debug) {
       this.logger.debug(
-        { requestId: this.requestId(ex), model: ex.model, replicaId: ex.current?.state.id, status, attempts: ex.attempts, queuedMs: ex.queuedMs, bytes: ex.bytes },
+        { requestId: this.requestId(ex), model: ex.model, replicaId: ex.current?.lease.state.id, status, attempts: ex.attempts, queuedMs: ex.queuedMs, bytes: ex.bytes },
         'request finished',
       );
     }
@@ -794,12 +365,7 @@ export class ProxyHandler {
   private settleLimits(ex: Exchange, status: number): void {
     const usage = ex.usageTap?.usage ?? ex.usageTail?.usage();
     if (usage !== undefined) {
-      this.metrics.tokens.inc([ex.model, 'prompt'], usage.promptTokens);
-      this.metrics.tokens.inc([ex.model, 'completion'], usage.completionTokens);
-      if (this.options.keyMetrics === true && ex.key !== undefined) {
-        this.metrics.keyTokens.inc([ex.key.name, ex.model, 'prompt'], usage.promptTokens);
-        this.metrics.keyTokens.inc([ex.key.name, ex.model, 'completion'], usage.completionTokens);
-      }
+      this.observer.tokensUsed(ex.model, usage, this.options.keyMetrics === true ? ex.key?.name : undefined);
       if (ex.key !== undefined) this.keyUsage?.(ex.key.name, ex.model, usage);
     }
     const admission = ex.limits;
@@ -809,17 +375,18 @@ export class ProxyHandler {
   }
 
   private count(route: string, model: string, status: number, start: number): void {
-    this.metrics.requests.inc([route, model, String(status)]);
-    this.metrics.requestDuration.observe([route, model], (performance.now() - start) / 1000);
+    this.observer.answered(route, model, status, (performance.now() - start) / 1000);
   }
 
-  private requestId(ex: Exchange): string {
+  requestId(ex: Exchange): string {
     const given = ex.req.headers['x-request-id'];
     if (typeof given === 'string' && given !== '') return given;
     const id = randomUUID();
     ex.req.headers['x-request-id'] = id;
     return id;
   }
+
+  // ── /v1/models ──────────────────────────────────────────────────────────────────────────────
 
   /** Lists the models the request's key may use (every model without a key list). */
   private listModels(res: ApiResponse, start: number, key: RouterKey | undefined): void {

@@ -5,6 +5,9 @@ for (const c of "!#$%&'*+-.^_`|~0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijkl
 /** True for the char code of an ASCII digit. */
 export const isDigit = (c: number): boolean => c >= 0x30 && c <= 0x39;
 
+/** The blank line that ends a message head. */
+export const CRLF_CRLF = Buffer.from('\r\n\r\n');
+
 /** Characters a header value must never carry (they would split or end the message). */
 export const CR_LF_NUL = /[\r\n\0]/;
 

@@ -1,5 +1,5 @@
 import { isApiPath } from './api-path';
-import { TOKEN } from './http1.syntax';
+import { CRLF_CRLF, TOKEN } from './http1.syntax';
 
 /** A request head the router's own HTTP/1.1 front end may serve (see `parseRequestHead`). */
 export interface FastRequestHead {
@@ -126,4 +126,34 @@ export function unservableHeadPrefix(buf: Uint8Array, from: number, to: number):
     } else if (c !== HTAB) return 'control character in the request head';
   }
   return undefined;
+}
+
+/** Node's default maxHeaderSize: longer heads go to Node, which answers 431. */
+export const MAX_HEAD_BYTES = 16 * 1024;
+
+/**
+ * Where reading a request head stands: more bytes needed (the first `checked` already looked
+ * at), a head the fast path serves (its body starts at `bodyStart`), or why the connection goes
+ * to Node's HTTP server.
+ */
+export type HeadScan =
+  | { readonly state: 'partial'; readonly checked: number }
+  | { readonly state: 'head'; readonly head: FastRequestHead; readonly bodyStart: number }
+  | { readonly state: 'handover'; readonly reason: string };
+
+/**
+ * Reads the request head at the start of `buf`, the bytes received so far; `checked` is the
+ * previous scan's (0 for a new head). Bytes that can never become a head served here are
+ * handed over as soon as they show it (garbage, TLS, bare LFs: an immediate 400 from Node), not
+ * after the head timeout. Any split of the same bytes reads the same; no input throws.
+ */
+export function scanRequestHead(buf: Buffer, checked: number): HeadScan {
+  const end = buf.indexOf(CRLF_CRLF);
+  if (end < 0 || end > MAX_HEAD_BYTES) {
+    if (end > MAX_HEAD_BYTES || buf.length > MAX_HEAD_BYTES) return { state: 'handover', reason: 'request head too large' };
+    const unservable = unservableHeadPrefix(buf, checked, buf.length);
+    return unservable !== undefined ? { state: 'handover', reason: unservable } : { state: 'partial', checked: buf.length };
+  }
+  const parsed = parseRequestHead(buf.toString('latin1', 0, end));
+  return parsed.ok ? { state: 'head', head: parsed.head, bodyStart: end + 4 } : { state: 'handover', reason: parsed.reason };
 }

@@ -1,13 +1,16 @@
 import { STATUS_CODES, type Server } from 'node:http';
 import type { Socket } from 'node:net';
 import { rawErrorResponse, type RouterErrorKind } from '../api/openai-error.mapper';
-import { parseRequestHead, unservableHeadPrefix, type FastRequestHead } from './http1-request.parser';
+import type { ApiRequest, ApiResponse, BodyLimits } from './api-exchange';
+import { MAX_HEAD_BYTES, scanRequestHead, type FastRequestHead } from './http1-request.parser';
 import { CR_LF_NUL, joinForWrite } from './http1.syntax';
 
-/** Front-end settings; sizes in bytes, times in milliseconds. */
-export interface FastFrontendOptions {
-  /** Largest request body read; a larger declared one is dispatched unread (the handler answers 413) and the connection closed. */
-  readonly maxBodyBytes: number;
+/**
+ * Front-end settings; sizes in bytes, times in milliseconds. A larger declared body than
+ * `maxBodyBytes`, or one `readBody` refuses, is dispatched unread and the connection closed
+ * after the answer.
+ */
+export interface FastFrontendOptions extends BodyLimits {
   /** An idle keep-alive connection is closed after this long. */
   readonly keepAliveTimeoutMs: number;
   /** Longest a request head may take to arrive; past it the client gets 408 and the connection closes (Node's headersTimeout). */
@@ -20,20 +23,14 @@ export interface FastFrontendOptions {
    */
   readonly minBodyBytesPerSecond: number;
   readonly bodyRateGraceMs: number;
-  /**
-   * Whether to read the body of a request whose head is `head` (checked before any body byte is
-   * kept; e.g. false for a bad API key). False dispatches it unread, like an over-large one: the
-   * handler must refuse it, and the connection closes after the answer. Default: always read.
-   */
-  readonly readBody?: (head: FastRequestHead) => boolean;
   /** Milliseconds on any steady clock (timeouts only). */
   readonly now: () => number;
   /** A connection went to Node's HTTP server; `reason` is for debugging. */
   readonly onHandover?: (reason: string) => void;
 }
 
-/** One request read by the front end, body included: the part of IncomingMessage the proxy uses. */
-export class FastRequest {
+/** One request read by the front end, body included. */
+export class FastRequest implements ApiRequest {
   readonly method: string;
   readonly url: string;
   readonly headers: Record<string, string | undefined>;
@@ -43,6 +40,7 @@ export class FastRequest {
     head: FastRequestHead,
     /** The whole body; empty when it was not read (declared length over the limit, or `readBody` said no). */
     readonly body: Buffer,
+    readonly bodyTooLarge: boolean,
   ) {
     this.method = head.method;
     this.url = head.url;
@@ -54,8 +52,6 @@ export class FastRequest {
 /** Serves one request (never throws; always ends or destroys the response). */
 export type FastHandler = (req: FastRequest, res: FastResponse) => void;
 
-const MAX_HEAD_BYTES = 16 * 1024; // Node's default maxHeaderSize: longer heads go to Node, which answers 431.
-const CRLF_CRLF = Buffer.from('\r\n\r\n');
 const EMPTY = Buffer.alloc(0);
 
 let dateSecond = -1;
@@ -76,7 +72,7 @@ function httpDate(ms: number): string {
  * body is chunked. `close` runs when the client goes away before the response ended; `drain`
  * once when the socket can take more after `write` returned false.
  */
-export class FastResponse {
+export class FastResponse implements ApiResponse {
   headersSent = false;
   writableFinished = false;
   private head: string | undefined;
@@ -280,34 +276,25 @@ class FastConnection {
       const buf = this.pending;
       if (this.state !== 'reading' || buf === undefined || this.backedUp) return;
       if (this.head === undefined) {
-        const end = buf.indexOf(CRLF_CRLF);
-        if (end < 0 || end > MAX_HEAD_BYTES) {
-          if (end > MAX_HEAD_BYTES || buf.length > MAX_HEAD_BYTES) {
-            this.handOver('request head too large');
-            return;
-          }
-          // Bytes that can never become a head served here go to Node now (garbage, TLS, bare
-          // LFs: an immediate 400 there), not after the head timeout.
-          const unservable = unservableHeadPrefix(buf, this.headChecked, buf.length);
-          if (unservable !== undefined) this.handOver(unservable);
-          else this.headChecked = buf.length;
+        const scan = scanRequestHead(buf, this.headChecked);
+        if (scan.state === 'partial') {
+          this.headChecked = scan.checked;
+          return;
+        }
+        if (scan.state === 'handover') {
+          this.handOver(scan.reason);
           return;
         }
         this.headChecked = 0;
-        const parsed = parseRequestHead(buf.toString('latin1', 0, end));
-        if (!parsed.ok) {
-          this.handOver(parsed.reason);
-          return;
-        }
-        this.head = parsed.head;
-        this.bodyStart = end + 4;
+        this.head = scan.head;
+        this.bodyStart = scan.bodyStart;
         this.bodySince = this.frontend.options.now();
         const { maxBodyBytes, readBody } = this.frontend.options;
-        if (parsed.head.contentLength > maxBodyBytes || (parsed.head.contentLength > 0 && readBody !== undefined && !readBody(parsed.head))) {
+        if (scan.head.contentLength > maxBodyBytes || (scan.head.contentLength > 0 && readBody !== undefined && !readBody(scan.head))) {
           // Not read: the handler refuses it (413, 401) and the connection closes after the answer.
           this.pending = undefined;
           this.head = undefined;
-          this.dispatch(parsed.head, EMPTY, false);
+          this.dispatch(scan.head, EMPTY, false);
           return;
         }
       }
@@ -352,7 +339,7 @@ class FastConnection {
     this.response = response;
     this.dispatching = true;
     try {
-      this.frontend.handler(new FastRequest(head, body), response);
+      this.frontend.handler(new FastRequest(head, body, head.contentLength > this.frontend.options.maxBodyBytes), response);
     } finally {
       this.dispatching = false;
     }

@@ -1,0 +1,57 @@
+import type { EndpointState } from '../endpoints/endpoint.state';
+
+/**
+ * Why an endpoint was chosen, for metrics and the debug header. `prefix-affinity` with `rank` 0
+ * is a hit (the prefix's home replica); a higher rank is a miss after `deflectedFrom` were
+ * passed over by the guard. `fallback` says why a prefix-affinity request was chosen by load:
+ * no prompt to key on, or every replica saturated.
+ */
+export type ChoiceReason =
+  | { readonly policy: 'least-load' | 'round-robin' | 'only-candidate' }
+  | { readonly policy: 'prefix-affinity'; readonly rank: number; readonly deflectedFrom: readonly string[]; readonly cap: number; readonly blocks: number }
+  | { readonly policy: 'least-load'; readonly fallback: 'no-prefix' | 'all-saturated' };
+
+/** What a lease needs from admission: the time, and a way to let the model's queue move when a slot frees. */
+export interface LeaseIssuer {
+  now(): number;
+  wake(model: string): void;
+}
+
+/**
+ * One request's hold on one endpoint: the slot is taken when the lease is made (so nobody else
+ * can take it), and given back once, with the request's outcome, by `release` — which also lets
+ * the model's queued requests move. `renew` is the stale-connection retry: the same endpoint,
+ * given back as abandoned and taken again.
+ */
+export class EndpointLease {
+  private held = true;
+
+  constructor(
+    private readonly issuer: LeaseIssuer,
+    readonly state: EndpointState,
+    readonly reason: ChoiceReason,
+    /** Time spent queued, ms (0 when routed at once). */
+    readonly queuedMs: number,
+  ) {
+    state.acquire(issuer.now());
+  }
+
+  /** False once released. */
+  get active(): boolean {
+    return this.held;
+  }
+
+  /** Gives the endpoint back with the request's outcome and wakes the model's queue; a second call does nothing. */
+  release(outcome: 'success' | 'failure' | 'abandoned'): void {
+    if (!this.held) return;
+    this.held = false;
+    this.state.release(outcome);
+    this.issuer.wake(this.state.endpoint.model);
+  }
+
+  /** The same endpoint again, for a resend after a pooled connection the engine had closed: this lease is released as abandoned. */
+  renew(): EndpointLease {
+    this.release('abandoned');
+    return new EndpointLease(this.issuer, this.state, this.reason, this.queuedMs);
+  }
+}
