@@ -9,6 +9,8 @@ import { CatalogReloader, type CurrentCatalog } from './catalog/catalog.reloader
 import type { ControllerConfig } from './config/controller.config';
 import { AgentConnect, type Admission, type AgentStreamHandler } from './grpc/agent.service';
 import { AgentSessions, type AgentSession } from './grpc/agent.sessions';
+import { GrpcAgentCommands } from './grpc/agent-commands.adapter';
+import type { AgentCommands } from './nodes/agent-commands.port';
 import { NodeCredentialService, type NodeAuthentication } from './nodes/node-credential.service';
 import type { ReplicaStatusReport, UnheardFailureReport } from './grpc/proto.mapper';
 import { RouterCalls } from './grpc/router.calls';
@@ -19,6 +21,7 @@ import type { NodeEntry, NodeHeartbeat, NodeRegistration, ReplicaEntry, Reported
 import { nodeRecordOf, NodeRegistry, type NodeChange } from './nodes/node.registry';
 import { EndpointPublisher } from './publishing/endpoint.publisher';
 import { Reconciler } from './reconcile/replica.reconciler';
+import type { ReplicaIds } from './reconcile/replica-ids';
 import { ReplicaRegistry } from './replicas/replica.registry';
 import { StatePersister } from './store/state.persister';
 import { UsageTracker } from './usage/usage.tracker';
@@ -31,6 +34,7 @@ export interface ControlPlaneOptions {
   readonly logger: Logger;
   readonly registry: MetricsRegistry;
   readonly clock?: Clock;
+  readonly replicaIds: ReplicaIds;
 }
 
 /** Where this controller stands: not leading; leading and loading the store; waiting for agents to reconnect; acting. */
@@ -52,6 +56,7 @@ export class ControlPlane implements AgentStreamHandler {
   readonly nodes = new NodeRegistry();
   readonly replicas = new ReplicaRegistry();
   readonly sessions: AgentSessions;
+  readonly commands: AgentCommands;
   readonly publisher: EndpointPublisher;
   readonly usage: UsageTracker;
   readonly catalog: CatalogReloader;
@@ -94,6 +99,7 @@ export class ControlPlane implements AgentStreamHandler {
     this.clock = options.clock ?? systemClock;
     this.log = logger.child({ context: 'ControlPlane' });
     this.sessions = new AgentSessions(logger.child({ context: 'AgentSessions' }));
+    this.commands = new GrpcAgentCommands(this.sessions);
     this.usage = new UsageTracker(this.replicas);
     this.catalog = new CatalogReloader(store.catalog, logger.child({ context: 'CatalogReloader' }));
     this.keys = new KeySetReader(store.apiKeys);
@@ -136,7 +142,8 @@ export class ControlPlane implements AgentStreamHandler {
         },
         nodes: this.nodes,
         replicas: this.replicas,
-        sessions: this.sessions,
+        commands: this.commands,
+        ids: options.replicaIds,
         store,
         catalog: () => this.catalog.current(),
         mayAct: () => this.phaseValue === 'active' && this.leadership.isLeader() && !this.stopped,
@@ -215,7 +222,7 @@ export class ControlPlane implements AgentStreamHandler {
     clearTimeout(this.passTimer);
     await this.ticking;
     if (this.leadership.isLeader()) await this.persister.flush();
-    this.sessions.closeAll();
+    this.commands.closeAll('shutdown');
   }
 
   /** Gives up the lease (after {@link stop}). */
@@ -272,7 +279,7 @@ export class ControlPlane implements AgentStreamHandler {
     this.reconciler.reset();
     // Agents and routers must follow the new leader; a standby holding their streams could not
     // command the agents, and would show routers a view nobody keeps current.
-    this.sessions.closeAll({ $case: 'notLeader', value: {} });
+    this.commands.closeAll('not-leader');
     this.publisher.leadershipLost();
   }
 
@@ -485,7 +492,7 @@ export class ControlPlane implements AgentStreamHandler {
   async forgetNode(nodeId: string): Promise<void> {
     const entry = this.nodes.get(nodeId);
     if (!entry) throw new DomainError(ErrorCode.NotFound, `node '${nodeId}' is not known`);
-    if (entry.info.state !== 'lost' || entry.connected || this.sessions.get(nodeId)) {
+    if (entry.info.state !== 'lost' || entry.connected || this.commands.connected(nodeId)) {
       throw new DomainError(
         ErrorCode.Conflict,
         `node '${nodeId}' is ${entry.info.state}${entry.connected ? ' and connected' : ''}: only a lost node can be forgotten (stop its agent and wait until the node is lost)`,

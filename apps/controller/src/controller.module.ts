@@ -10,6 +10,7 @@ import { ADMIN_TOKENS, AdminGuard } from './admin/admin.guard';
 import { AdminService } from './admin/admin.service';
 import { CONTROLLER_CONFIG, type ControllerConfig } from './config/controller.config';
 import { ControlPlane } from './control-plane.service';
+import { cryptoReplicaIds, REPLICA_IDS, type ReplicaIds } from './reconcile/replica-ids';
 import { callAuthInterceptor, GrpcCallAuthenticator } from './grpc/grpc-auth';
 import type { NestMicroservice } from '@nestjs/microservices';
 import { AGENT_CONNECT, AgentGrpcController, ROUTER_CALLS, RouterGrpcController } from './grpc/grpc.controllers';
@@ -24,6 +25,8 @@ export interface ControllerModuleOptions {
   /** An already open store (tests, benchmarks); the app then leaves closing it to the caller. */
   store?: Store;
   clock?: Clock;
+  /** Ids of new replicas; random ones (cryptoReplicaIds) unless given. */
+  replicaIds?: ReplicaIds;
 }
 
 /** Injection token of the running {@link ControlPlane}. */
@@ -96,6 +99,7 @@ export class ControllerModule {
       controllers: [AdminController, AgentGrpcController, RouterGrpcController],
       providers: [
         { provide: CONTROLLER_CONFIG, useValue: config },
+        { provide: REPLICA_IDS, useValue: options.replicaIds ?? cryptoReplicaIds },
         {
           provide: STORE,
           useFactory: async () => {
@@ -107,9 +111,9 @@ export class ControllerModule {
         },
         {
           provide: CONTROL_PLANE,
-          inject: [STORE, ReadinessService],
-          useFactory: async (held: { store: Store; owned: boolean }, readiness: ReadinessService) => {
-            const plane = new ControlPlane({ config, store: held.store, logger, registry: options.registry, ...(options.clock ? { clock: options.clock } : {}) });
+          inject: [STORE, ReadinessService, REPLICA_IDS],
+          useFactory: async (held: { store: Store; owned: boolean }, readiness: ReadinessService, replicaIds: ReplicaIds) => {
+            const plane = new ControlPlane({ config, store: held.store, logger, registry: options.registry, replicaIds, ...(options.clock ? { clock: options.clock } : {}) });
             await plane.start();
             readiness.register('control-plane.service', () =>
               plane.publisher.current() !== undefined ? { ready: true } : { ready: false, reason: 'cluster state not loaded yet' },
@@ -127,7 +131,7 @@ export class ControllerModule {
         {
           provide: ADMIN_SERVICE,
           inject: [CONTROL_PLANE, STORE],
-          useFactory: (plane: ControlPlane, held: { store: Store }) => new AdminService(plane, held.store.events, config.timing.commandTimeoutMs),
+          useFactory: (plane: ControlPlane, held: { store: Store }) => new AdminService(plane, plane.commands, held.store.events, config.timing.commandTimeoutMs),
         },
         ControlPlaneLifecycle,
         { provide: ADMIN_TOKENS, inject: [STORE], useFactory: (held: { store: Store }) => held.store.adminTokens },

@@ -1,7 +1,6 @@
 import {
   DomainError,
   ErrorCode,
-  type CollectOutcomeName,
   type GcCollectNodeResult,
   type GcCollectView,
   type GcPlanView,
@@ -9,23 +8,17 @@ import {
   type ReplicaView,
   type StatusView,
 } from '@llmgw/domain';
-import { CollectOutcome } from '@llmgw/proto';
 import type { EventQuery, EventRepository, StoredEvent } from '@llmgw/store';
 import type { ControlPlane } from '../control-plane.service';
 import { gcPlan } from '@llmgw/control';
+import type { AgentCommands } from '../nodes/agent-commands.port';
 import { nodeView, replicaView, statusView, type AdminState } from './admin.views';
-
-const OUTCOME: Record<number, CollectOutcomeName> = {
-  [CollectOutcome.COLLECT_OUTCOME_REMOVED]: 'removed',
-  [CollectOutcome.COLLECT_OUTCOME_REFUSED]: 'refused',
-  [CollectOutcome.COLLECT_OUTCOME_NOT_FOUND]: 'not_found',
-  [CollectOutcome.COLLECT_OUTCOME_FAILED]: 'failed',
-};
 
 /** The admin API's operations over the control plane. Reads work on any controller; changes need the leader. */
 export class AdminService {
   constructor(
     private readonly plane: ControlPlane,
+    private readonly commands: Pick<AgentCommands, 'collectWeights'>,
     private readonly events: Pick<EventRepository, 'list'>,
     private readonly commandTimeoutMs: number,
   ) {}
@@ -105,12 +98,12 @@ export class AdminService {
     const nodes = await Promise.all(
       targets.map(async (n): Promise<GcCollectNodeResult> => {
         const asked = n.entries.map((e) => e.name);
-        const result = await this.plane.sessions.request(n.nodeId, { $case: 'collectWeights', value: { paths: asked } }, this.commandTimeoutMs);
+        const result = await this.commands.collectWeights(n.nodeId, asked, this.commandTimeoutMs);
         if (result.paths.length === 0 && !result.ok) return { nodeId: n.nodeId, asked, error: result.message || 'the agent refused the command' };
         return {
           nodeId: n.nodeId,
           asked,
-          results: result.paths.map((p) => ({ path: p.path, outcome: OUTCOME[p.outcome] ?? 'failed', ...(p.reason ? { reason: p.reason } : {}) })),
+          results: result.paths.map((p) => ({ path: p.path, outcome: p.outcome, ...(p.reason !== undefined ? { reason: p.reason } : {}) })),
         };
       }),
     );
