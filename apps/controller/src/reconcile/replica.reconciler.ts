@@ -1,13 +1,14 @@
 import type { Catalog } from '@llmgw/catalog';
 import { DomainError, ErrorCode, type Clock, type Model, type Replica } from '@llmgw/domain';
 import type { Fence } from '@llmgw/lease';
-import type { EventRepository, NewEvent, ReplicaRepository } from '@llmgw/store';
+import type { EventRepository, ReplicaRepository } from '@llmgw/store';
 import type { Logger } from 'pino';
 import type { CurrentCatalog } from '../catalog/catalog.reloader';
 import type { AgentCommands } from '../nodes/agent-commands.port';
 import type { NodeRegistry } from '../nodes/node.registry';
 import { awaitsRendezvous, planReconcile, type PlanAction, type PlanTiming, type ReplicaEntry, type UnplaceableState } from '@llmgw/control';
 import type { ReplicaRegistry } from '../replicas/replica.registry';
+import { eventRecorder, type RecordEvent } from '../store/event.recorder';
 import type { ReplicaIds } from './replica-ids';
 
 type PlaceAction = Extract<PlanAction, { kind: 'place' }>;
@@ -34,11 +35,6 @@ export interface ReconcilerContext {
   mayAct(): boolean;
   /** The fence for replica writes; throws when not leading. */
   fence(): Fence;
-  /** Grows when capacity may have appeared; see PlanInput.capacityEpoch. */
-  capacityEpoch(): number;
-  bumpCapacity(): void;
-  /** A pass took this long (seconds), for the reconcile-duration histogram. */
-  observePass?(seconds: number, actions: number): void;
 }
 
 /** Result of one pass, for logs, the admin status and the benchmark. */
@@ -70,13 +66,28 @@ export class Reconciler {
   private readonly unknownStops = new Map<string, number>();
   private running: Promise<PassReport | undefined> | undefined;
   private again = false;
+  /** Grows when capacity may have appeared; see PlanInput.capacityEpoch. */
+  private capacity = 0;
+  private readonly passListeners: ((seconds: number, actions: number) => void)[] = [];
   private readonly log: Logger;
+  private readonly event: RecordEvent;
 
   constructor(
     private readonly ctx: ReconcilerContext,
     logger: Logger,
   ) {
     this.log = logger.child({ context: 'Reconciler' });
+    this.event = eventRecorder(ctx.store.events, ctx.clock, this.log);
+  }
+
+  /** Capacity may have appeared (a node joined or became healthy, a replica went, the catalog changed): models that fit nowhere are tried again. */
+  capacityChanged(): void {
+    this.capacity += 1;
+  }
+
+  /** Calls `listener` with each pass's duration (seconds) and action count, for the reconcile-duration histogram. */
+  onPass(listener: (seconds: number, actions: number) => void): void {
+    this.passListeners.push(listener);
   }
 
   /** Runs a pass now (or once more after the running one). Never rejects. */
@@ -123,7 +134,7 @@ export class Reconciler {
       unplaceable: this.unplaceable,
       avoid: this.avoid,
       unknownStops: this.unknownStops,
-      capacityEpoch: this.ctx.capacityEpoch(),
+      capacityEpoch: this.capacity,
       timing: this.ctx.timing,
       newReplicaId: (model) => this.ctx.ids.next(model),
     });
@@ -145,7 +156,7 @@ export class Reconciler {
       }
     }
     const totalMs = performance.now() - started;
-    this.ctx.observePass?.(totalMs / 1000, actions.length);
+    for (const l of this.passListeners) l(totalMs / 1000, actions.length);
     if (actions.length > 0) this.log.debug({ actions: actions.length, planMs, totalMs }, 'reconcile pass');
     this.lastPass = { at: now, actions: actions.length, planMs, totalMs };
     if (actions.length > 0) this.lastActivePass = this.lastPass;
@@ -368,7 +379,7 @@ export class Reconciler {
     if (entry.persisted) await this.ctx.store.replicas.evict(replicaId, this.ctx.fence());
     const latest = this.ctx.replicas.get(replicaId) as ReplicaEntry | undefined;
     this.ctx.replicas.remove(replicaId);
-    this.ctx.bumpCapacity();
+    this.capacityChanged();
     const r = (latest ?? entry).replica;
     if (event === 'lost') {
       this.log.warn({ replicaId, model: r.model, reason }, 'replica lost');
@@ -378,11 +389,6 @@ export class Reconciler {
       this.log.info({ replicaId, model: r.model, reason }, 'replica removed');
     }
     this.event({ kind: event, model: r.model, replicaId, nodeId: r.members[0]?.nodeId, reason });
-  }
-
-  /** Records an event without waiting; a store that cannot take it only costs the event. */
-  private event(e: NewEvent): void {
-    this.ctx.store.events.record({ ...e, time: this.ctx.clock.now() }).catch((error: unknown) => this.log.debug({ err: error, kind: e.kind }, 'store: event not recorded'));
   }
 
   private prune(now: number): void {
