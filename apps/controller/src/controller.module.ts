@@ -1,34 +1,19 @@
 import { Inject, Injectable, Module, type BeforeApplicationShutdown, type DynamicModule, type INestApplication, type OnApplicationShutdown } from '@nestjs/common';
-import type { Clock } from '@llmgw/domain';
 import { grpcSecurity } from '@llmgw/config';
-import { ObservabilityModule, problemFilterProvider, ReadinessService, type Logger, type MetricsRegistry } from '@llmgw/observability';
-import { openStore, redactDatabaseUrl, type Store } from '@llmgw/store';
+import { ObservabilityModule, problemFilterProvider, ReadinessService, type Logger } from '@llmgw/observability';
 import { grpcServerCredentials } from '@llmgw/tls';
-import { AdminController, ADMIN_SERVICE } from './admin/admin.controller';
-import { LEADER_FORWARDER, LeaderForwarder } from './admin/leader.forwarder';
+import { AdminController } from './admin/admin.controller';
 import { ADMIN_TOKENS, AdminGuard } from './admin/admin.guard';
-import { AdminService } from './admin/admin.service';
 import { CONTROLLER_CONFIG, type ControllerConfig } from './config/controller.config';
-import { ControlPlane } from './control-plane.service';
+import { CONTROL_PLANE, CONTROLLER_STORE, controlPlaneProviders, type ControllerModuleOptions, type HeldStore } from './control-plane.providers';
+import type { ControlPlane } from './control-plane.service';
 import { callAuthInterceptor, GrpcCallAuthenticator } from './grpc/grpc-auth';
 import type { NestMicroservice } from '@nestjs/microservices';
-import { AGENT_CONNECT, AgentGrpcController, ROUTER_CALLS, RouterGrpcController } from './grpc/grpc.controllers';
+import { AgentGrpcController, RouterGrpcController } from './grpc/grpc.controllers';
 import { GrpcExceptionFilter } from './grpc/grpc-errors';
 import { ControllerGrpcTransport, freeTcpPort } from './grpc/grpc.transport';
 
-/** What llmgw-controller is built from: its validated config, its logger and its metrics registry. */
-export interface ControllerModuleOptions {
-  config: ControllerConfig;
-  logger: Logger;
-  registry: MetricsRegistry;
-  /** An already open store (tests, benchmarks); the app then leaves closing it to the caller. */
-  store?: Store;
-  clock?: Clock;
-}
-
-/** Injection token of the running {@link ControlPlane}. */
-export const CONTROL_PLANE = Symbol('llmgw.controller.control-plane');
-const STORE = Symbol('llmgw.controller.store');
+export { CONTROL_PLANE, CONTROLLER_STORE, type ControllerModuleOptions };
 
 /**
  * Stops the control plane (flush, close agent streams) before Nest closes the gRPC port, then
@@ -38,7 +23,7 @@ const STORE = Symbol('llmgw.controller.store');
 class ControlPlaneLifecycle implements BeforeApplicationShutdown, OnApplicationShutdown {
   constructor(
     @Inject(CONTROL_PLANE) private readonly plane: ControlPlane,
-    @Inject(STORE) private readonly store: { store: Store; owned: boolean },
+    @Inject(CONTROLLER_STORE) private readonly store: HeldStore,
   ) {}
 
   async beforeApplicationShutdown(): Promise<void> {
@@ -89,48 +74,15 @@ export async function serveControllerGrpc(app: INestApplication, config: Control
 @Module({})
 export class ControllerModule {
   static forRoot(options: ControllerModuleOptions): DynamicModule {
-    const { config, logger } = options;
+    const { logger } = options;
     return {
       module: ControllerModule,
       imports: [ObservabilityModule.forRoot({ logger, registry: options.registry })],
       controllers: [AdminController, AgentGrpcController, RouterGrpcController],
       providers: [
-        { provide: CONTROLLER_CONFIG, useValue: config },
-        {
-          provide: STORE,
-          useFactory: async () => {
-            if (options.store) return { store: options.store, owned: false };
-            const store = await openStore(config.databaseUrl);
-            logger.info({ database: redactDatabaseUrl(config.databaseUrl), dialect: store.dialect, migrations: store.appliedMigrations }, 'store open');
-            return { store, owned: true };
-          },
-        },
-        {
-          provide: CONTROL_PLANE,
-          inject: [STORE, ReadinessService],
-          useFactory: async (held: { store: Store; owned: boolean }, readiness: ReadinessService) => {
-            const plane = new ControlPlane({ config, store: held.store, logger, registry: options.registry, ...(options.clock ? { clock: options.clock } : {}) });
-            await plane.start();
-            readiness.register('control-plane.service', () =>
-              plane.publisher.current() !== undefined ? { ready: true } : { ready: false, reason: 'cluster state not loaded yet' },
-            );
-            return plane;
-          },
-        },
-        { provide: AGENT_CONNECT, inject: [CONTROL_PLANE], useFactory: (plane: ControlPlane) => plane.agentCalls },
-        { provide: ROUTER_CALLS, inject: [CONTROL_PLANE], useFactory: (plane: ControlPlane) => plane.routerCalls },
-        {
-          provide: LEADER_FORWARDER,
-          inject: [CONTROL_PLANE],
-          useFactory: (plane: ControlPlane) => new LeaderForwarder({ isLeader: () => plane.leadership.isLeader(), leaderAdminUrl: () => plane.leadership.leaderAdminUrl() }, plane.controllerId),
-        },
-        {
-          provide: ADMIN_SERVICE,
-          inject: [CONTROL_PLANE, STORE],
-          useFactory: (plane: ControlPlane, held: { store: Store }) => new AdminService(plane, held.store.events, config.timing.commandTimeoutMs),
-        },
+        ...controlPlaneProviders(options),
         ControlPlaneLifecycle,
-        { provide: ADMIN_TOKENS, inject: [STORE], useFactory: (held: { store: Store }) => held.store.adminTokens },
+        { provide: ADMIN_TOKENS, inject: [CONTROLLER_STORE], useFactory: (held: HeldStore) => held.store.adminTokens },
         AdminGuard,
         // App-wide, so a malformed or oversized body and an unknown route or method are problem+json too.
         problemFilterProvider({ context: 'AdminApi', realm: 'llmgw-controller-admin' }),

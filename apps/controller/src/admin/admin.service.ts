@@ -1,7 +1,7 @@
 import {
   DomainError,
+  type Clock,
   ErrorCode,
-  type CollectOutcomeName,
   type GcCollectNodeResult,
   type GcCollectView,
   type GcPlanView,
@@ -9,55 +9,78 @@ import {
   type ReplicaView,
   type StatusView,
 } from '@llmgw/domain';
-import { CollectOutcome } from '@llmgw/proto';
 import type { EventQuery, EventRepository, StoredEvent } from '@llmgw/store';
-import type { ControlPlane } from '../control-plane.service';
-import { gcPlan } from '@llmgw/control';
+import { gcPlan, type NodeEntry } from '@llmgw/control';
+import type { CatalogReloader } from '../catalog/catalog.reloader';
+import type { LeadershipService } from '../leadership/leadership.service';
+import type { TermService } from '../leadership/term.service';
+import type { AgentCommands } from '../nodes/agent-commands.port';
+import type { NodeRegistry } from '../nodes/node.registry';
+import type { EndpointPublisher } from '../publishing/endpoint.publisher';
+import type { Reconciler } from '../reconcile/replica.reconciler';
+import type { ReplicaRegistry } from '../replicas/replica.registry';
 import { nodeView, replicaView, statusView, type AdminState } from './admin.views';
 
-const OUTCOME: Record<number, CollectOutcomeName> = {
-  [CollectOutcome.COLLECT_OUTCOME_REMOVED]: 'removed',
-  [CollectOutcome.COLLECT_OUTCOME_REFUSED]: 'refused',
-  [CollectOutcome.COLLECT_OUTCOME_NOT_FOUND]: 'not_found',
-  [CollectOutcome.COLLECT_OUTCOME_FAILED]: 'failed',
-};
+/** The operator's node commands the admin API forwards (NodeAdminService implements them). */
+export interface NodeAdmin {
+  /** Removes a lost node's record and credential. */
+  forgetNode(nodeId: string): Promise<void>;
+  /** Cordons, drains or uncordons a node; resolves with it as it is then. */
+  setCordon(nodeId: string, action: 'cordon' | 'uncordon' | 'drain'): Promise<NodeEntry>;
+}
+
+/** Injection token of {@link NodeAdmin}. */
+export const NODE_ADMIN = Symbol('llmgw.controller.node-admin');
+
+/** What the admin API reads and acts through (narrow ports; it owns none of them). */
+export interface AdminDeps {
+  readonly clock: Clock;
+  readonly nodes: Pick<NodeRegistry, 'snapshot' | 'get'>;
+  readonly replicas: Pick<ReplicaRegistry, 'snapshot'>;
+  readonly catalog: Pick<CatalogReloader, 'current' | 'rejected'>;
+  readonly reconciler: Pick<Reconciler, 'unplaceable' | 'lastPass' | 'lastActivePass'>;
+  readonly leadership: Pick<LeadershipService, 'isLeader' | 'leaderElsewhere' | 'ownerId'>;
+  readonly term: Pick<TermService, 'phase'>;
+  readonly publisher: Pick<EndpointPublisher, 'current'>;
+  readonly nodeAdmin: NodeAdmin;
+  readonly commands: Pick<AgentCommands, 'collectWeights'>;
+  readonly events: Pick<EventRepository, 'list'>;
+  /** How long `collect` waits for each agent's answer, ms. */
+  readonly commandTimeoutMs: number;
+}
 
 /** The admin API's operations over the control plane. Reads work on any controller; changes need the leader. */
 export class AdminService {
-  constructor(
-    private readonly plane: ControlPlane,
-    private readonly events: Pick<EventRepository, 'list'>,
-    private readonly commandTimeoutMs: number,
-  ) {}
+  constructor(private readonly deps: AdminDeps) {}
 
   private state(): AdminState {
-    const current = this.plane.currentCatalog();
+    const current = this.deps.catalog.current();
     return {
-      now: this.plane.clock.now(),
-      nodes: this.plane.nodes.snapshot(),
-      replicas: this.plane.replicas.snapshot(),
+      now: this.deps.clock.now(),
+      nodes: this.deps.nodes.snapshot(),
+      replicas: this.deps.replicas.snapshot(),
       ...(current ? { catalog: current.catalog } : {}),
-      unplaceable: this.plane.reconciler.unplaceable,
+      unplaceable: this.deps.reconciler.unplaceable,
     };
   }
 
   async status(): Promise<StatusView> {
-    const leader = this.plane.leadership.isLeader();
+    const leader = this.deps.leadership.isLeader();
     // A standby names a leader only while it is still renewing its claim (never a dead one).
-    const leaderAddress = leader ? undefined : await this.plane.leadership.leaderElsewhere().catch(() => undefined);
-    const catalog = this.plane.currentCatalog();
-    const rejected = this.plane.catalog.rejected();
-    const snapshot = this.plane.publisher.current();
+    const leaderAddress = leader ? undefined : await this.deps.leadership.leaderElsewhere().catch(() => undefined);
+    const catalog = this.deps.catalog.current();
+    const rejected = this.deps.catalog.rejected();
+    const snapshot = this.deps.publisher.current();
     return statusView(this.state(), {
-      id: this.plane.controllerId,
+      id: this.deps.leadership.ownerId,
       leader,
-      phase: this.plane.phase,
+      phase: this.deps.term.phase,
       ...(leaderAddress !== undefined ? { leaderAddress } : {}),
       ...(catalog ? { catalogRevision: catalog.revision } : {}),
       ...(rejected ? { rejectedCatalogRevision: rejected.revision } : {}),
       ...(snapshot ? { snapshotRevision: snapshot.revision } : {}),
-      ...(this.plane.reconciler.lastPass ? { lastPass: { ...this.plane.reconciler.lastPass } } : {}),
-      ...(this.plane.reconciler.lastActivePass ? { lastActivePass: { ...this.plane.reconciler.lastActivePass } } : {}),
+      ...(this.deps.reconciler.lastPass ? { lastPass: { ...this.deps.reconciler.lastPass } } : {}),
+      ...(this.deps.reconciler.lastActivePass ? { lastActivePass: { ...this.deps.reconciler.lastActivePass } } : {}),
     });
   }
 
@@ -75,12 +98,12 @@ export class AdminService {
   }
 
   listEvents(query: EventQuery): Promise<StoredEvent[]> {
-    return this.events.list(query);
+    return this.deps.events.list(query);
   }
 
   gc(): GcPlanView {
-    const current = this.plane.currentCatalog();
-    return gcPlan(this.plane.nodes.snapshot(), current?.catalog, current?.revision ?? 0);
+    const current = this.deps.catalog.current();
+    return gcPlan(this.deps.nodes.snapshot(), current?.catalog, current?.revision ?? 0);
   }
 
   /**
@@ -92,7 +115,7 @@ export class AdminService {
   async collect(scope: { nodes: readonly string[] } | { all: true }): Promise<GcCollectView> {
     this.requireLeader();
     const wanted = 'nodes' in scope ? new Set(scope.nodes) : undefined;
-    const unknown = [...(wanted ?? [])].filter((id) => !this.plane.nodes.get(id));
+    const unknown = [...(wanted ?? [])].filter((id) => !this.deps.nodes.get(id));
     if (unknown.length > 0) {
       throw new DomainError(
         ErrorCode.NotFound,
@@ -105,12 +128,12 @@ export class AdminService {
     const nodes = await Promise.all(
       targets.map(async (n): Promise<GcCollectNodeResult> => {
         const asked = n.entries.map((e) => e.name);
-        const result = await this.plane.sessions.request(n.nodeId, { $case: 'collectWeights', value: { paths: asked } }, this.commandTimeoutMs);
+        const result = await this.deps.commands.collectWeights(n.nodeId, asked, this.deps.commandTimeoutMs);
         if (result.paths.length === 0 && !result.ok) return { nodeId: n.nodeId, asked, error: result.message || 'the agent refused the command' };
         return {
           nodeId: n.nodeId,
           asked,
-          results: result.paths.map((p) => ({ path: p.path, outcome: OUTCOME[p.outcome] ?? 'failed', ...(p.reason ? { reason: p.reason } : {}) })),
+          results: result.paths.map((p) => ({ path: p.path, outcome: p.outcome, ...(p.reason !== undefined ? { reason: p.reason } : {}) })),
         };
       }),
     );
@@ -124,19 +147,19 @@ export class AdminService {
 
   async cordon(nodeId: string, action: 'cordon' | 'uncordon' | 'drain'): Promise<NodeView> {
     this.requireLeader();
-    if (!this.plane.nodes.get(nodeId)) throw new DomainError(ErrorCode.NotFound, `node '${nodeId}' is not known`);
-    const entry = await this.plane.setCordon(nodeId, action);
-    return nodeView(entry, this.plane.replicas.snapshot());
+    if (!this.deps.nodes.get(nodeId)) throw new DomainError(ErrorCode.NotFound, `node '${nodeId}' is not known`);
+    const entry = await this.deps.nodeAdmin.setCordon(nodeId, action);
+    return nodeView(entry, this.deps.replicas.snapshot());
   }
 
-  /** `nodes forget`: removes a lost node and its credential (see ControlPlane.forgetNode). */
+  /** `nodes forget`: removes a lost node and its credential (see NodeAdminService.forgetNode). */
   async forget(nodeId: string): Promise<void> {
     this.requireLeader();
-    await this.plane.forgetNode(nodeId);
+    await this.deps.nodeAdmin.forgetNode(nodeId);
   }
 
   private requireLeader(): void {
-    if (!this.plane.leadership.isLeader()) {
+    if (!this.deps.leadership.isLeader()) {
       throw new DomainError(ErrorCode.Unavailable, 'this controller is a standby; send changes to the leader (see /v1/admin/status controller.leaderAddress)');
     }
   }

@@ -4,7 +4,7 @@ import type { ConnectRequest, ConnectResponse } from '@llmgw/proto';
 import type { Logger } from 'pino';
 import type { NodeAuthentication } from '../nodes/node-credential.service';
 import type { NodeHeartbeat, NodeRegistration } from '@llmgw/control';
-import { AgentSession } from './agent.sessions';
+import { AgentSession, type AgentSessions } from './agent.sessions';
 import { assertClaimMatchesCertificate } from './grpc-auth';
 import { grpcStatusOf } from './grpc-errors';
 import {
@@ -19,7 +19,7 @@ import {
 /** Whether this controller takes agents now, and where the leader is when it does not. */
 export type Admission = { readonly leader: true } | { readonly leader: false; readonly leaderAddress?: string };
 
-/** What the agent streams feed (the control plane implements it). Everything arrives in domain form. */
+/** What the agent streams feed (AgentReportsHandler implements it). Everything arrives in domain form. */
 export interface AgentStreamHandler {
   /** Waits until the state is loaded; says whether this controller leads. */
   admit(): Promise<Admission>;
@@ -30,14 +30,18 @@ export interface AgentStreamHandler {
   authenticate(nodeId: string, secret: string | undefined): Promise<NodeAuthentication>;
   /** Undoes the binding to a secret `authenticate` just issued, when its stream went away before the Welcome. */
   releaseSecret(nodeId: string, issued: string): Promise<void>;
-  registered(session: AgentSession, registration: NodeRegistration): void;
+  /** The node's stream is open and welcomed (it replaced an older one of the node's, if any). */
+  registered(registration: NodeRegistration): void;
   /** Engine failures on the node that happened while no leader listened. */
   unheardFailures(nodeId: string, failures: readonly UnheardFailureReport[]): void;
   heartbeat(nodeId: string, heartbeat: NodeHeartbeat): void;
   replicaStatus(nodeId: string, status: ReplicaStatusReport): void;
-  /** The stream ended; `session` may already have been replaced by a newer one. */
-  disconnected(session: AgentSession): void;
+  /** The node's stream ended (not called when a newer stream of the node had replaced it). */
+  disconnected(nodeId: string): void;
 }
+
+/** Injection token of the {@link AgentStreamHandler} the agent streams feed. */
+export const AGENT_STREAM_HANDLER = Symbol('llmgw.controller.agent-stream-handler');
 
 /**
  * `AgentService.Connect` (the join token was checked before the call got here: grpc-auth.ts):
@@ -55,6 +59,7 @@ export class AgentConnect {
 
   constructor(
     private readonly handler: AgentStreamHandler,
+    private readonly sessions: Pick<AgentSessions, 'attach' | 'detach'>,
     logger: Logger,
   ) {
     this.log = logger.child({ context: 'AgentService' });
@@ -115,7 +120,8 @@ export class AgentConnect {
         if (auth.issued !== undefined) log.info({ peer, nodeId: registration.id }, 'node id bound to a new node secret');
         const welcome = { heartbeatIntervalMs: handler.heartbeatIntervalMs, controllerId: handler.controllerId, ...(auth.issued !== undefined ? { nodeSecret: auth.issued } : {}) };
         call.write({ payload: { $case: 'welcome', value: welcome } });
-        handler.registered(session, registration);
+        this.sessions.attach(session);
+        handler.registered(registration);
         return;
       }
       switch (p?.$case) {
@@ -142,7 +148,7 @@ export class AgentConnect {
         const s = session;
         session = undefined;
         s.close();
-        handler.disconnected(s);
+        if (this.sessions.detach(s)) handler.disconnected(s.nodeId);
       });
     };
     call.on('end', closed);

@@ -2,7 +2,7 @@ import { Catalog } from '@llmgw/catalog';
 import * as pb from '@llmgw/proto';
 import { describe, expect, it } from 'vitest';
 import { engineUrl } from '@llmgw/domain';
-import { fetchWeightsToProto, heartbeatFromProto, registrationFromProto, startReplicaToProto, WireError } from './proto.mapper';
+import { collectReplyFromProto, fetchWeightsToProto, heartbeatFromProto, registrationFromProto, startReplicaToProto, WireError } from './proto.mapper';
 
 function register(over: Partial<pb.Register> = {}): pb.Register {
   return {
@@ -117,5 +117,29 @@ describe('proto edge', () => {
     expect(leader.members.map((m) => [m.nodeId, m.rank])).toEqual([['n1', 0], ['n2', 1]]);
     const known = [{ ...unknown[0], rendezvousPort: 40_000 }, unknown[1]];
     for (const m of known) expect(startReplicaToProto('c2', 'r1', model, 0, m, known, (id) => (id === 'n1' ? '10.0.0.1' : id)).leaderAddress).toBe('10.0.0.1:40000');
+  });
+
+  it('a CollectWeights result becomes per-path outcomes by name; an unknown outcome is failed and an empty reason none', () => {
+    const reply = collectReplyFromProto({
+      commandId: 'c1',
+      ok: false,
+      message: 'partly',
+      paths: [
+        { path: 'a', outcome: pb.CollectOutcome.COLLECT_OUTCOME_REMOVED, reason: '' },
+        { path: 'b', outcome: pb.CollectOutcome.COLLECT_OUTCOME_REFUSED, reason: 'in use' },
+        { path: 'c', outcome: pb.CollectOutcome.COLLECT_OUTCOME_NOT_FOUND, reason: '' },
+        { path: 'd', outcome: 99 as pb.CollectOutcome, reason: '' },
+      ],
+    });
+    expect(reply).toEqual({
+      ok: false,
+      message: 'partly',
+      paths: [
+        { path: 'a', outcome: 'removed' },
+        { path: 'b', outcome: 'refused', reason: 'in use' },
+        { path: 'c', outcome: 'not_found' },
+        { path: 'd', outcome: 'failed' },
+      ],
+    });
   });
 });

@@ -1,9 +1,10 @@
 // The edge between the wire contract and the controller's domain types: every proto message
 // the controller reads or writes is converted here and nowhere else. Unset optional fields stay
 // undefined in both directions (absent is not zero).
-import { hostForPort, type ApiEndpoint, type EngineKind, type Gpu, type Model, type ModelRouting, type ReplicaMember, type ReplicaState, type RoutingPolicyName } from '@llmgw/domain';
+import { hostForPort, type ApiEndpoint, type CollectOutcomeName, type EngineKind, type Gpu, type Model, type ModelRouting, type ReplicaMember, type ReplicaState, type RoutingPolicyName } from '@llmgw/domain';
 import { cacheName } from '@llmgw/catalog';
 import * as pb from '@llmgw/proto';
+import type { CollectReply } from '../nodes/agent-commands.port';
 import type { GpuLiveState, NodeHeartbeat, NodeRegistration, ReportedReplica } from '@llmgw/control';
 
 const ENGINE_TO_PROTO: Record<EngineKind, pb.EngineKind> = {
@@ -278,4 +279,20 @@ export function fetchWeightsToProto(commandId: string, model: Model): pb.FetchWe
   const name = cacheName(model.source);
   if (name === undefined) return undefined;
   return { commandId, source: model.source, cacheName: name, ...(model.sha256 !== undefined ? { sha256: model.sha256 } : {}) };
+}
+
+const COLLECT_OUTCOME_FROM_PROTO: Readonly<Record<number, CollectOutcomeName>> = {
+  [pb.CollectOutcome.COLLECT_OUTCOME_REMOVED]: 'removed',
+  [pb.CollectOutcome.COLLECT_OUTCOME_REFUSED]: 'refused',
+  [pb.CollectOutcome.COLLECT_OUTCOME_NOT_FOUND]: 'not_found',
+  [pb.CollectOutcome.COLLECT_OUTCOME_FAILED]: 'failed',
+};
+
+/** A CollectWeights `CommandResult` → domain; an unknown outcome counts as `failed`, an empty reason as none. */
+export function collectReplyFromProto(r: pb.CommandResult): CollectReply {
+  return {
+    ok: r.ok,
+    message: r.message,
+    paths: r.paths.map((p) => ({ path: p.path, outcome: COLLECT_OUTCOME_FROM_PROTO[p.outcome] ?? 'failed', ...(p.reason ? { reason: p.reason } : {}) })),
+  };
 }

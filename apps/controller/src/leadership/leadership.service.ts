@@ -33,25 +33,28 @@ export class LeadershipService {
   private readonly leases: AdvertisedLeaseStore | undefined;
   private readonly log: Logger;
   private lastLookup: { readonly at: number; readonly answer: Promise<LeaseHolder | undefined> } | undefined;
+  private readonly listeners: LeadershipListener[] = [];
 
   constructor(
     private readonly settings: LeaseSettings | undefined,
     leaseStore: LeaseReader,
     advertised: Advertised,
     private readonly clock: Clock,
-    listener: LeadershipListener,
+    /** Told first of every change; more listen through {@link listen}. */
+    listener: LeadershipListener | undefined,
     logger: Logger,
     rng: Rng = cryptoRng,
   ) {
     this.log = logger.child({ context: 'LeadershipService' });
+    if (listener) this.listeners.push(listener);
     const callbacks = {
       onStartedLeading: (term: LeadershipTerm) => {
         this.log.info({ owner: term.ownerId, generation: term.generation }, 'started leading');
-        listener.startedLeading(term);
+        for (const l of this.listeners) l.startedLeading(term);
       },
       onStoppedLeading: (end: LeadershipEnd) => {
         this.log.warn({ owner: end.ownerId, generation: end.generation, reason: end.reason }, 'stopped leading');
-        listener.stoppedLeading(end);
+        for (const l of this.listeners) l.stoppedLeading(end);
       },
       onError: (error: unknown) => this.log.warn({ err: error }, 'lease: store call failed; keeping the current claim until it lapses'),
     };
@@ -70,6 +73,11 @@ export class LeadershipService {
         ...callbacks,
       });
     }
+  }
+
+  /** Tells `listener` of every later change of leadership (join before {@link start}). */
+  listen(listener: LeadershipListener): void {
+    this.listeners.push(listener);
   }
 
   get ownerId(): string {

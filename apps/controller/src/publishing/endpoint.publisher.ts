@@ -30,13 +30,21 @@ export class EndpointPublisher {
   private opened = false;
   private scheduled = false;
   private revision = 0;
+  private readonly publishListeners: ((seconds: number) => void)[] = [];
 
   constructor(
     private readonly source: PublishSource,
     private readonly logger: Logger,
     /** Told how long each new revision took to build and hand to every sink, seconds. */
-    private readonly observe?: (seconds: number) => void,
-  ) {}
+    observe?: (seconds: number) => void,
+  ) {
+    if (observe) this.publishListeners.push(observe);
+  }
+
+  /** Calls `listener` with how long each new revision took to build and hand to every sink, seconds. */
+  onPublished(listener: (seconds: number) => void): void {
+    this.publishListeners.push(listener);
+  }
 
   /** The snapshot sinks last got; undefined before the first. */
   current(): EndpointSnapshot | undefined {
@@ -118,7 +126,8 @@ export class EndpointPublisher {
     this.snapshot = snapshot;
     this.logger.debug({ revision: snapshot.revision, endpoints: endpoints.length, catalogRevision: this.catalogRevision }, 'endpoint snapshot');
     for (const sink of this.sinks) this.deliver(sink, snapshot);
-    this.observe?.((performance.now() - started) / 1000);
+    const seconds = (performance.now() - started) / 1000;
+    for (const l of this.publishListeners) l(seconds);
     return snapshot;
   }
 

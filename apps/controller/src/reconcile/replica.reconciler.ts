@@ -1,15 +1,15 @@
-import { randomBytes } from 'node:crypto';
 import type { Catalog } from '@llmgw/catalog';
 import { DomainError, ErrorCode, type Clock, type Model, type Replica } from '@llmgw/domain';
 import type { Fence } from '@llmgw/lease';
-import type { EventRepository, NewEvent, ReplicaRepository } from '@llmgw/store';
+import type { EventRepository, ReplicaRepository } from '@llmgw/store';
 import type { Logger } from 'pino';
 import type { CurrentCatalog } from '../catalog/catalog.reloader';
-import type { AgentSessions } from '../grpc/agent.sessions';
-import { fetchWeightsToProto, startReplicaToProto } from '../grpc/proto.mapper';
+import type { AgentCommands } from '../nodes/agent-commands.port';
 import type { NodeRegistry } from '../nodes/node.registry';
 import { awaitsRendezvous, planReconcile, type PlanAction, type PlanTiming, type ReplicaEntry, type UnplaceableState } from '@llmgw/control';
 import type { ReplicaRegistry } from '../replicas/replica.registry';
+import { eventRecorder, type RecordEvent } from '../store/event.recorder';
+import type { ReplicaIds } from './replica-ids';
 
 type PlaceAction = Extract<PlanAction, { kind: 'place' }>;
 
@@ -25,18 +25,16 @@ export interface ReconcilerContext {
   readonly timing: PlanTiming;
   readonly nodes: NodeRegistry;
   readonly replicas: ReplicaRegistry;
-  readonly sessions: AgentSessions;
+  /** The agents' commands: start, stop, fetch. */
+  readonly commands: Pick<AgentCommands, 'startReplica' | 'stopReplica' | 'fetchWeights'>;
+  /** Ids of new replicas. */
+  readonly ids: ReplicaIds;
   readonly store: ReconcilerStore;
   catalog(): CurrentCatalog | undefined;
   /** Leading, state loaded and adoption settled: commands and placements are allowed. */
   mayAct(): boolean;
   /** The fence for replica writes; throws when not leading. */
   fence(): Fence;
-  /** Grows when capacity may have appeared; see PlanInput.capacityEpoch. */
-  capacityEpoch(): number;
-  bumpCapacity(): void;
-  /** A pass took this long (seconds), for the reconcile-duration histogram. */
-  observePass?(seconds: number, actions: number): void;
 }
 
 /** Result of one pass, for logs, the admin status and the benchmark. */
@@ -68,13 +66,28 @@ export class Reconciler {
   private readonly unknownStops = new Map<string, number>();
   private running: Promise<PassReport | undefined> | undefined;
   private again = false;
+  /** Grows when capacity may have appeared; see PlanInput.capacityEpoch. */
+  private capacity = 0;
+  private readonly passListeners: ((seconds: number, actions: number) => void)[] = [];
   private readonly log: Logger;
+  private readonly event: RecordEvent;
 
   constructor(
     private readonly ctx: ReconcilerContext,
     logger: Logger,
   ) {
     this.log = logger.child({ context: 'Reconciler' });
+    this.event = eventRecorder(ctx.store.events, ctx.clock, this.log);
+  }
+
+  /** Capacity may have appeared (a node joined or became healthy, a replica went, the catalog changed): models that fit nowhere are tried again. */
+  capacityChanged(): void {
+    this.capacity += 1;
+  }
+
+  /** Calls `listener` with each pass's duration (seconds) and action count, for the reconcile-duration histogram. */
+  onPass(listener: (seconds: number, actions: number) => void): void {
+    this.passListeners.push(listener);
   }
 
   /** Runs a pass now (or once more after the running one). Never rejects. */
@@ -121,9 +134,9 @@ export class Reconciler {
       unplaceable: this.unplaceable,
       avoid: this.avoid,
       unknownStops: this.unknownStops,
-      capacityEpoch: this.ctx.capacityEpoch(),
+      capacityEpoch: this.capacity,
       timing: this.ctx.timing,
-      newReplicaId,
+      newReplicaId: (model) => this.ctx.ids.next(model),
     });
     const planMs = performance.now() - started;
     for (let i = 0; i < actions.length; i++) {
@@ -143,7 +156,7 @@ export class Reconciler {
       }
     }
     const totalMs = performance.now() - started;
-    this.ctx.observePass?.(totalMs / 1000, actions.length);
+    for (const l of this.passListeners) l(totalMs / 1000, actions.length);
     if (actions.length > 0) this.log.debug({ actions: actions.length, planMs, totalMs }, 'reconcile pass');
     this.lastPass = { at: now, actions: actions.length, planMs, totalMs };
     if (actions.length > 0) this.lastActivePass = this.lastPass;
@@ -168,7 +181,7 @@ export class Reconciler {
       case 'resend-stop': {
         const entry = this.ctx.replicas.update(a.replicaId, (e) => (e.replica.state === 'draining' ? { ...e, stopSentAt: now } : e));
         if (entry?.replica.state !== 'draining') return;
-        for (const nodeId of a.nodeIds) this.ctx.sessions.send(nodeId, { $case: 'stopReplica', value: { replicaId: a.replicaId } });
+        for (const nodeId of a.nodeIds) this.ctx.commands.stopReplica(nodeId, a.replicaId);
         return;
       }
       case 'forget':
@@ -198,7 +211,7 @@ export class Reconciler {
       }
       case 'stop-unknown': {
         this.unknownStops.set(`${a.nodeId}/${a.replicaId}`, now);
-        if (this.ctx.sessions.send(a.nodeId, { $case: 'stopReplica', value: { replicaId: a.replicaId } }) === undefined) return;
+        if (!this.ctx.commands.stopReplica(a.nodeId, a.replicaId)) return;
         this.log.info({ nodeId: a.nodeId, replicaId: a.replicaId, model: a.model }, 'stopping a replica nobody placed');
         this.event({ kind: 'evicted', model: a.model, replicaId: a.replicaId, nodeId: a.nodeId, reason: 'running on the node but not placed by the controller' });
         return;
@@ -288,16 +301,16 @@ export class Reconciler {
 
   /** FetchWeights, then StartReplica once the agent says the weights are there. */
   private fetchThenStart(replicaId: string, nodeId: string, model: NonNullable<ReturnType<Catalog['get']>>): void {
-    const fetch = fetchWeightsToProto('', model);
-    if (!fetch || !this.ctx.mayAct()) return this.start(replicaId, nodeId);
-    const { commandId: _id, ...value } = fetch;
-    this.ctx.sessions.send(nodeId, { $case: 'fetchWeights', value }, (result, outcome) => {
+    if (!this.ctx.mayAct()) return this.start(replicaId, nodeId);
+    const fetching = this.ctx.commands.fetchWeights(nodeId, model, (result, outcome) => {
       const entry = this.ctx.replicas.update(replicaId, (e) => ({ ...e, fetching: e.fetching.filter((n) => n !== nodeId) }));
       if (!entry || outcome !== 'answered') return; // unanswered: the planner sends the start again after its grace
       if (result.ok) return this.start(replicaId, nodeId);
       this.event({ kind: 'refused', model: entry.replica.model, replicaId, nodeId, reason: `weights fetch failed: ${result.message}` });
       this.memberFailed(replicaId, nodeId, `fetching weights failed: ${result.message}`);
     });
+    // Nothing to fetch (a `file://` source is used in place): start it now.
+    if (!fetching) this.start(replicaId, nodeId);
   }
 
   /** StartReplica for one member, built from the entry as it is now. */
@@ -313,13 +326,13 @@ export class Reconciler {
     // (rendezvousKnown sends it then).
     if (awaitsRendezvous(member, entry.replica.members)) return;
     const addressOf = (id: string): string => this.ctx.nodes.get(id)?.info.address ?? id;
-    const { commandId: _id, ...value } = startReplicaToProto('', replicaId, model, entry.replica.profileIndex, member, entry.replica.members, addressOf);
-    const sent = this.ctx.sessions.send(nodeId, { $case: 'startReplica', value }, (result, outcome) => {
+    const order = { replicaId, model, profileIndex: entry.replica.profileIndex, member, members: entry.replica.members, addressOf };
+    const sent = this.ctx.commands.startReplica(nodeId, order, (result, outcome) => {
       if (outcome !== 'answered' || result.ok) return;
       this.event({ kind: 'refused', model: entry.replica.model, replicaId, nodeId, reason: `start refused by the agent: ${result.message}` });
       this.memberFailed(replicaId, nodeId, `start refused: ${result.message}`);
     });
-    if (sent !== undefined) this.ctx.replicas.update(replicaId, (e) => ({ ...e, commandSentAt: this.ctx.clock.now() }));
+    if (sent) this.ctx.replicas.update(replicaId, (e) => ({ ...e, commandSentAt: this.ctx.clock.now() }));
   }
 
   /**
@@ -357,7 +370,7 @@ export class Reconciler {
     })) as ReplicaEntry;
     this.log.info({ replicaId, model: entry.replica.model, reason }, 'stopping replica');
     this.event({ kind: event, model: entry.replica.model, replicaId, nodeId: entry.replica.members[0]?.nodeId, reason });
-    for (const m of entry.replica.members) this.ctx.sessions.send(m.nodeId, { $case: 'stopReplica', value: { replicaId } });
+    for (const m of entry.replica.members) this.ctx.commands.stopReplica(m.nodeId, replicaId);
   }
 
   private async forget(replicaId: string, event: 'stopped' | 'lost', reason: string): Promise<void> {
@@ -366,21 +379,16 @@ export class Reconciler {
     if (entry.persisted) await this.ctx.store.replicas.evict(replicaId, this.ctx.fence());
     const latest = this.ctx.replicas.get(replicaId) as ReplicaEntry | undefined;
     this.ctx.replicas.remove(replicaId);
-    this.ctx.bumpCapacity();
+    this.capacityChanged();
     const r = (latest ?? entry).replica;
     if (event === 'lost') {
       this.log.warn({ replicaId, model: r.model, reason }, 'replica lost');
       // Members on nodes that are still there are told to stop: the replica is rebuilt elsewhere.
-      for (const m of r.members) if (this.ctx.nodes.get(m.nodeId)?.info.state !== 'lost') this.ctx.sessions.send(m.nodeId, { $case: 'stopReplica', value: { replicaId } });
+      for (const m of r.members) if (this.ctx.nodes.get(m.nodeId)?.info.state !== 'lost') this.ctx.commands.stopReplica(m.nodeId, replicaId);
     } else {
       this.log.info({ replicaId, model: r.model, reason }, 'replica removed');
     }
     this.event({ kind: event, model: r.model, replicaId, nodeId: r.members[0]?.nodeId, reason });
-  }
-
-  /** Records an event without waiting; a store that cannot take it only costs the event. */
-  private event(e: NewEvent): void {
-    this.ctx.store.events.record({ ...e, time: this.ctx.clock.now() }).catch((error: unknown) => this.log.debug({ err: error, kind: e.kind }, 'store: event not recorded'));
   }
 
   private prune(now: number): void {
@@ -390,10 +398,4 @@ export class Reconciler {
       if (nodes.size === 0) this.avoid.delete(model);
     }
   }
-}
-
-/** `<model slug>-<12 hex>`: unique, and what agents accept as a replica id ([A-Za-z0-9._-], ≤ 128). */
-export function newReplicaId(model: string): string {
-  const slug = model.replace(/[^A-Za-z0-9._-]+/g, '-').replace(/^[^A-Za-z0-9]+/, '').slice(0, 48) || 'replica';
-  return `${slug}-${randomBytes(6).toString('hex')}`;
 }

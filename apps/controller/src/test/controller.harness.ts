@@ -15,8 +15,16 @@ import { inheritedTestEnv, runTsEntry, spawnProcess, testChannelCredentials, tes
 import { EndpointSnapshot, RouterServiceClient, type WatchResponse } from '@llmgw/proto';
 import type { AddressInfo } from 'node:net';
 import { controllerConfigSchema } from '../config/controller.config';
-import type { ControlPlane } from '../control-plane.service';
-import { CONTROL_PLANE, ControllerModule, serveControllerGrpc } from '../controller.module';
+import type { Store } from '@llmgw/store';
+import { CONTROLLER_STORE, ControllerModule, serveControllerGrpc } from '../controller.module';
+import { AGENT_STREAM_HANDLER, type AgentStreamHandler } from '../grpc/agent.service';
+import { AgentSessions } from '../grpc/agent.sessions';
+import { LeadershipService } from '../leadership/leadership.service';
+import { TermService, type Phase } from '../leadership/term.service';
+import { NodeRegistry } from '../nodes/node.registry';
+import { EndpointPublisher } from '../publishing/endpoint.publisher';
+import { Reconciler } from '../reconcile/replica.reconciler';
+import { ReplicaRegistry } from '../replicas/replica.registry';
 
 /** Fast timings for tests: 200 ms heartbeats, unreachable after 1 s, lost after 2.5 s. */
 export const FAST_ENV: Record<string, string> = {
@@ -41,10 +49,59 @@ export const WITH_TOKENS: Record<string, string> = {
   LLMGW_CONTROLLER_INSECURE_NO_AUTH: 'false',
 };
 
+/** What tests look at inside a running controller: its parts, each as the app built it. */
+export interface ControllerView {
+  readonly nodes: NodeRegistry;
+  readonly replicas: ReplicaRegistry;
+  readonly sessions: AgentSessions;
+  readonly publisher: EndpointPublisher;
+  readonly reconciler: Reconciler;
+  readonly leadership: LeadershipService;
+  readonly controllerId: string;
+  readonly phase: Phase;
+  whenLoaded(): Promise<void>;
+  /** The agent stream handler's identity check (the one a Register goes through). */
+  authenticate: AgentStreamHandler['authenticate'];
+  /** The agent stream handler's admission; assigning it replaces the one Connect calls. */
+  admit: AgentStreamHandler['admit'];
+  /** The store the controller runs on (its methods can be wrapped to slow a call down). */
+  readonly options: { readonly store: Store };
+}
+
+/** The parts of `app` as a {@link ControllerView}. */
+export function controllerView(app: INestApplication): ControllerView {
+  const term = app.get(TermService);
+  const handler = app.get<AgentStreamHandler>(AGENT_STREAM_HANDLER);
+  const leadership = app.get(LeadershipService);
+  return {
+    nodes: app.get(NodeRegistry),
+    replicas: app.get(ReplicaRegistry),
+    sessions: app.get(AgentSessions),
+    publisher: app.get(EndpointPublisher),
+    reconciler: app.get(Reconciler),
+    leadership,
+    get controllerId() {
+      return leadership.ownerId;
+    },
+    get phase() {
+      return term.phase;
+    },
+    whenLoaded: () => term.whenLoaded(),
+    authenticate: (nodeId, secret) => handler.authenticate(nodeId, secret),
+    get admit() {
+      return handler.admit.bind(handler);
+    },
+    set admit(admit) {
+      handler.admit = admit;
+    },
+    options: { store: app.get<{ store: Store }>(CONTROLLER_STORE).store },
+  };
+}
+
 /** A controller running in this process. */
 export interface TestController {
   readonly app: INestApplication;
-  readonly plane: ControlPlane;
+  readonly plane: ControllerView;
   /** `127.0.0.1:<grpc port>` */
   readonly grpc: string;
   /** `http://127.0.0.1:<http port>` */
@@ -75,7 +132,7 @@ export async function startController(env: Record<string, string>): Promise<Test
   const grpc = await serveControllerGrpc(app, config, logger);
   // Port 0 unless the test names one (a standby forwards to the leader's advertised admin port).
   await app.listen(env.LLMGW_CONTROLLER_PORT !== undefined ? config.port : 0, '127.0.0.1');
-  const plane = app.get<ControlPlane>(CONTROL_PLANE);
+  const plane = controllerView(app);
   const port = (app.getHttpServer().address() as AddressInfo).port;
   let closed = false;
   return {

@@ -1,0 +1,87 @@
+import pino from 'pino';
+import { describe, expect, it } from 'vitest';
+import type { CloseReason } from '../nodes/agent-commands.port';
+import { NodeRegistry } from '../nodes/node.registry';
+import { ReplicaRegistry } from '../replicas/replica.registry';
+import { TermService, type Phase } from './term.service';
+
+const SETTLE_MS = 1_000;
+
+function setup(opts: { leader?: boolean; elsewhere?: string } = {}) {
+  let now = 10_000;
+  let leader = opts.leader ?? true;
+  const calls: string[] = [];
+  const phases: Phase[] = [];
+  const term = new TermService(
+    {
+      clock: { now: () => now },
+      timing: { settleMs: SETTLE_MS, settleHoldersMs: 500, tickMs: 10 },
+      store: { nodes: { list: () => Promise.resolve([]) }, replicas: { list: () => Promise.resolve([]) } },
+      leadership: { isLeader: () => leader, leaderElsewhere: () => Promise.resolve(opts.elsewhere) },
+      nodes: new NodeRegistry(),
+      replicas: new ReplicaRegistry(),
+      publishing: { open: () => calls.push('open'), leadershipLost: () => calls.push('leadershipLost') },
+      commands: { closeAll: (reason: CloseReason) => calls.push(`closeAll:${reason}`) },
+    },
+    pino({ level: 'silent' }),
+  );
+  term.onPhase((p) => phases.push(p));
+  return {
+    term,
+    calls,
+    phases,
+    advance: (ms: number) => (now += ms),
+    lose: () => (leader = false),
+  };
+}
+
+describe('TermService', () => {
+  it('a new term loads the store, settles, and acts once the window is over (none awaited: the whole window)', async () => {
+    const { term, calls, phases, advance } = setup();
+    term.startedLeading();
+    expect(term.phase).toBe('loading');
+    await term.whenLoaded();
+    expect(term.phase).toBe('settling');
+    expect(calls).toEqual(['open']);
+    expect(term.mayAct()).toBe(false);
+    term.checkSettled();
+    expect(term.phase).toBe('settling');
+    advance(SETTLE_MS);
+    term.checkSettled();
+    expect(term.phase).toBe('active');
+    expect(term.mayAct()).toBe(true);
+    expect(phases).toEqual(['loading', 'settling', 'active']);
+  });
+
+  it('losing the lead makes a standby at once: every agent is told NotLeader, routers are told the lead is lost', async () => {
+    const { term, calls, phases, lose } = setup();
+    term.startedLeading();
+    await term.whenLoaded();
+    lose();
+    term.stoppedLeading();
+    expect(term.phase).toBe('standby');
+    expect(calls).toEqual(['open', 'closeAll:not-leader', 'leadershipLost']);
+    expect(phases.at(-1)).toBe('standby');
+  });
+
+  it('admits agents as leader once loaded, and names the leader elsewhere as a standby', async () => {
+    const leading = setup();
+    leading.term.startedLeading();
+    expect(await leading.term.admit()).toEqual({ leader: true });
+    const standby = setup({ leader: false, elsewhere: '10.0.0.2:7001' });
+    expect(await standby.term.admit()).toEqual({ leader: false, leaderAddress: '10.0.0.2:7001' });
+    expect(await setup({ leader: false }).term.admit()).toEqual({ leader: false });
+  });
+
+  it('stopped: never acts again, and turns agents away', async () => {
+    const { term, advance } = setup({ elsewhere: undefined });
+    term.startedLeading();
+    await term.whenLoaded();
+    advance(SETTLE_MS);
+    term.checkSettled();
+    expect(term.mayAct()).toBe(true);
+    term.stop();
+    expect(term.mayAct()).toBe(false);
+    expect(await term.admit()).toEqual({ leader: false });
+  });
+});
