@@ -1,3 +1,4 @@
+import { systemClock } from '@llmgw/domain';
 import { Inject, Injectable, type BeforeApplicationShutdown, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
@@ -125,7 +126,7 @@ export class RouterRuntimeService implements OnApplicationBootstrap, BeforeAppli
       requestTimeoutMs: server.requestTimeout > 0 ? server.requestTimeout : Number.POSITIVE_INFINITY,
       minBodyBytesPerSecond: this.config.http.minBodyBytesPerSecond,
       bodyRateGraceMs: this.config.http.bodyRateGraceMs,
-      now: () => Date.now(),
+      now: () => systemClock.now(),
       onHandover: () => this.core.metrics.httpHandovers.inc(),
     });
     this.core.start(() => {

@@ -1,5 +1,5 @@
 import { hostname } from 'node:os';
-import type { Clock, EndpointSnapshot, ManagedKey, Rng } from '@llmgw/domain';
+import { systemClock, type Clock, type EndpointSnapshot, type ManagedKey, type Rng } from '@llmgw/domain';
 import type { RouterServiceClient } from '@llmgw/proto';
 import { buildScorers, EndpointPicker } from '@llmgw/routing';
 import type { Logger } from 'pino';
@@ -44,7 +44,6 @@ export interface RouterCoreDeps {
   readonly snapshots?: SnapshotSource;
 }
 
-const systemClock: Clock = { now: () => Date.now() };
 const systemRng: Rng = { next: () => Math.random() };
 
 /**

@@ -1,3 +1,4 @@
+import { systemClock } from '@llmgw/domain';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ControllerClientFactory } from '../connection/controller.clients';
@@ -115,7 +116,7 @@ export function createAgentRuntime(options: CreateAgentRuntimeOptions): CreatedA
       weights: fetcher,
       policy,
       logger: logger.child({ context: 'SupervisorService' }),
-      now: () => Date.now(),
+      now: () => systemClock.now(),
       pickPort: (host) => pickPortInRange(host, o.enginePorts, Math.random),
     },
   );
@@ -133,7 +134,7 @@ export function createAgentRuntime(options: CreateAgentRuntimeOptions): CreatedA
     fetcher,
     collector,
     logger: logger.child({ context: 'AgentRuntime' }),
-    now: () => Date.now(),
+    now: () => systemClock.now(),
   });
   const connection = new ControllerConnection(
     { controllers: o.controllers, ...(o.joinToken !== undefined && { joinToken: o.joinToken }), reconnect: o.reconnect, defaultHeartbeatMs: 5_000, welcomeTimeoutMs: 30_000 },

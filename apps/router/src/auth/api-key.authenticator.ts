@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { keyAllowsModel, parseKeyLimits } from '@llmgw/catalog';
 import { bearerSecret, secretHash } from '@llmgw/observability';
-import type { Clock, KeyLimits, ManagedKey, Problem } from '@llmgw/domain';
+import { systemClock, type Clock, type KeyLimits, type ManagedKey, type Problem } from '@llmgw/domain';
 import { parse as parseYaml } from 'yaml';
 
 /** One accepted API key and the name logs and metrics use for it (never the key itself). */
@@ -46,7 +46,7 @@ export class ApiKeyAuthenticator {
 
   constructor(
     entries: readonly ApiKeyEntry[],
-    private readonly clock: Clock = { now: () => Date.now() },
+    private readonly clock: Clock = systemClock,
   ) {
     for (const e of entries) this.fromFile.set(sha256(e.key), { name: e.name, limits: e.limits ?? {}, ...(e.models !== undefined && { models: e.models }) });
   }
