@@ -1,4 +1,4 @@
-// Helpers for tools/scripts/deploy.spec.ts and images.spec.ts: reading the deployment files under
+// Helpers for tools/scripts/deploy.int.spec.ts and images.int.spec.ts: reading the deployment files under
 // deploy/ the way Prometheus, Grafana, Docker, Docker Compose and Kubernetes read them, far enough
 // to check the names they use against what the apps really export and accept.
 import { isAbsolute } from 'node:path';

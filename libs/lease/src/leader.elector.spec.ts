@@ -6,7 +6,7 @@ import type { LeadershipEnd, LeadershipTerm } from './leadership.port';
 import { NO_FENCE, type LeaseRecord, type LeaseStore } from './lease-store.port';
 
 // The elector against an in-memory store with the SQL statement's semantics; the same cases run
-// against SQLite and PostgreSQL in libs/store (lease.repository.spec.ts).
+// against SQLite and PostgreSQL in libs/store (lease.repository.int.spec.ts).
 
 class ManualClock implements Clock {
   constructor(public t = 1_000_000) {}

@@ -1,4 +1,4 @@
-// Deliberately breaks the pure-lib rules in libs/control; linted by tools/scripts/boundaries.spec.ts, never imported.
+// Deliberately breaks the pure-lib rules in libs/control; linted by tools/scripts/boundaries.int.spec.ts, never imported.
 import { Injectable } from '@nestjs/common';
 import { ReplicaRepository } from '@llmgw/store';
 

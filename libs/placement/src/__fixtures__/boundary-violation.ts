@@ -1,4 +1,4 @@
-// Deliberately breaks the pure-lib rules; linted by tools/scripts/boundaries.spec.ts, never imported.
+// Deliberately breaks the pure-lib rules; linted by tools/scripts/boundaries.int.spec.ts, never imported.
 import { DataSource } from 'typeorm';
 import { readFileSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
