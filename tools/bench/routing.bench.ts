@@ -12,7 +12,8 @@
 // l4-llama-3.1-8b; tools/sim-engine/README.md, "Calibration").
 // Usage: node tools/run.cjs tools/bench/routing.bench.ts [--clients 16] [--turns 4] [--conversations 5]
 //        [--policies round-robin,least-load,prefix-affinity] [--workloads shared,random,hot,churn] [--routers 1]
-//        [--churn-seconds 90] [--no-write]
+//        [--churn-seconds 90] [--epsilon E] [--no-write]
+// --epsilon sets prefix-affinity's load slack ε (the catalog's routing.prefixAffinity.epsilon; default the router's).
 // The churn workload routes through a controller's watch stream (a fake controller serving the real
 // RouterService contract), since a static config cannot change under a running router; it writes
 // its own section ("under churn").
@@ -37,6 +38,7 @@ const { values: args } = parseArgs({
     policies: { type: 'string', default: 'round-robin,least-load,prefix-affinity' },
     workloads: { type: 'string', default: 'shared,random,hot,churn' },
     'churn-seconds': { type: 'string', default: '90' },
+    epsilon: { type: 'string' },
     routers: { type: 'string', default: '1' },
     'no-write': { type: 'boolean', default: false },
   },
@@ -53,6 +55,10 @@ for (const n of ROUTER_COUNTS) if (!Number.isInteger(n) || n < 1 || n > 8) throw
 const WORKLOADS = args.workloads.split(',');
 for (const p of POLICIES) if (!['round-robin', 'least-load', 'prefix-affinity'].includes(p)) throw new Error(`--policies: unknown policy ${p}`);
 for (const w of WORKLOADS) if (!['shared', 'random', 'hot', 'churn'].includes(w)) throw new Error(`--workloads: unknown workload ${w}`);
+const EPSILON = args.epsilon === undefined ? undefined : Number(args.epsilon);
+if (EPSILON !== undefined && !(Number.isFinite(EPSILON) && EPSILON > 0 && EPSILON <= 10)) throw new Error(`--epsilon: expected a number above 0 and at most 10, got ${args.epsilon}`);
+/** The model's routing in a static config: the policy, and prefix affinity's ε when --epsilon sets one. */
+const routingYaml = (policy: string): string => (policy === 'prefix-affinity' && EPSILON !== undefined ? `{ policy: ${policy}, prefixAffinity: { epsilon: ${EPSILON} } }` : `{ policy: ${policy} }`);
 const CHURN_SECONDS = Number(args['churn-seconds']);
 if (!Number.isInteger(CHURN_SECONDS) || CHURN_SECONDS < 30 || CHURN_SECONDS > 600) throw new Error(`--churn-seconds: expected a whole number 30..600, got ${args['churn-seconds']}`);
 
@@ -97,7 +103,7 @@ async function startEngine(i: number): Promise<Engine> {
 async function startRouter(dir: string, engines: readonly Engine[], policy: string, index: number): Promise<{ proc: SpawnedProcess; url: string }> {
   const config = join(dir, `router-${policy}.yaml`);
   const endpoints = engines.map((e, i) => `  - { id: r${i}, model: ${MODEL}, url: "${e.url}" }`).join('\n');
-  writeFileSync(config, `models:\n  - { name: ${MODEL}, engine: vllm, routing: { policy: ${policy} } }\nendpoints:\n${endpoints}\n`);
+  writeFileSync(config, `models:\n  - { name: ${MODEL}, engine: vllm, routing: ${routingYaml(policy)} }\nendpoints:\n${endpoints}\n`);
   const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('LLMGW_')));
   const proc = await spawnProcess({
     ...runTsEntry('apps/router/src/main.ts'),
@@ -224,7 +230,7 @@ function churnSnapshot(revision: number, engines: readonly Engine[], members: re
   return {
     revision,
     endpoints: members.map((i) => ({ replicaId: `r${i}`, model: MODEL, url: engines[i].url, engine: EngineKind.ENGINE_KIND_VLLM, nodeId: `node-${i}`, suspect: false })),
-    catalog: { revision: 1, models: [{ name: MODEL, aliases: [], engine: EngineKind.ENGINE_KIND_VLLM, metrics: undefined, endpoints: [], routing: { policy: POLICY_OF[policy] } }] },
+    catalog: { revision: 1, models: [{ name: MODEL, aliases: [], engine: EngineKind.ENGINE_KIND_VLLM, metrics: undefined, endpoints: [], routing: { policy: POLICY_OF[policy], ...(policy === 'prefix-affinity' && EPSILON !== undefined && { epsilon: EPSILON }) } }] },
   };
 }
 
