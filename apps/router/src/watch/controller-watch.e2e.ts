@@ -358,9 +358,11 @@ describe('compressed snapshots', () => {
     expect(String(error.error)).toMatch(problem);
     expect(invalid).toBe(1);
     expect(registry.revision).toBe(5);
-    await waitFor(() => reconnects === 1 && c.watchCalls === 2 && c.watchers.size === 1, { message: 'reopened' });
+    // Generous deadlines: on a loaded CI machine the dropped stream's end and the reconnect each
+    // take a few event-loop turns of two processes (a 5 s default was once missed under load).
+    await waitFor(() => reconnects === 1 && c.watchCalls === 2 && c.watchers.size === 1, { message: 'reopened', deadlineMs: 20_000 });
     sendRaw(c, compressed(protoSnapshot(2, [], ['m1'])));
-    await waitFor(() => registry.revision === 2 && watch.connected, { message: 'resynced' });
+    await waitFor(() => registry.revision === 2 && watch.connected, { message: 'resynced', deadlineMs: 20_000 });
     expect(registry.size).toBe(0);
   });
 });
