@@ -20,6 +20,18 @@ export interface Candidate {
   /** Requests this router has sent and not yet seen finish. */
   readonly inFlight: number;
   /**
+   * Of those, the ones that have had no response body yet: queued on the engine or in prefill,
+   * as far as this router can see (a stream's first chunk comes with its first token). A new
+   * request's time to first token waits behind these, not behind the ones already decoding.
+   * Absent: every in-flight request is counted (the router did not say).
+   */
+  readonly awaitingOutput?: number;
+  /**
+   * The prefix-affinity guard's load on this endpoint (see guardLoad) as this router has seen it
+   * over the last seconds: a time-weighted moving average (LoadAverage). Absent: the load now.
+   */
+  readonly averageLoad?: number;
+  /**
    * The engine's load from the newest scrape, or undefined when there is no fresh scrape
    * (failed, stale or not yet taken). Individual fields may also be undefined: unknown.
    */

@@ -7,3 +7,4 @@ export * from './circuit-breaker';
 export * from './drain-rate';
 export * from './scrape-health';
 export * from './prefix-affinity';
+export * from './load-average';

@@ -69,6 +69,21 @@ describe('EndpointPicker scoring', () => {
     }
   });
 
+  it('sends the next request behind fewer requests waiting for their first output, over one where the rest just finished', () => {
+    // Two replicas just ran their requests to the end together (a lockstep pair): "free" has
+    // nothing running and one request already sent back to it, still in prefill; "decoding" runs
+    // two sequences that have their first tokens. A request sent to "free" waits behind that
+    // prefill; one sent to "decoding" only shares a step with two decoders.
+    const scraped = { running: 0, waiting: 0, kvUsage: 0 };
+    const free = cand('free', { load: scraped, inFlightAtScrape: 0, inFlight: 1, awaitingOutput: 1 });
+    const decoding = cand('decoding', { load: { running: 2, waiting: 0, kvUsage: 0.1 }, inFlightAtScrape: 2, inFlight: 2, awaitingOutput: 0 });
+    const r = picker().pick({ model: 'm' }, [free, decoding]);
+    expect(r.ok && r.chosen.id).toBe('decoding');
+    expect(r.ok && r.scores.map((s) => s.byScorer['awaiting-output'])).toEqual([0, 1]);
+    // Without the router saying, every in-flight request counts as waiting.
+    expect(picker().pick({ model: 'm' }, [cand('a', { inFlight: 3 }), cand('b', { inFlight: 1 })]).ok).toBe(true);
+  });
+
   it('scores down an endpoint whose last scrape went unanswered', () => {
     const r = picker(seq(0.99)).pick({ model: 'm' }, [cand('suspect', { scrapeHealth: 'suspect' }), cand('ok', { scrapeHealth: 'ok' })]);
     expect(r.ok && r.chosen.id).toBe('ok');
@@ -92,32 +107,36 @@ describe('EndpointPicker scoring', () => {
    * Picks `n` requests one after another between two scrapes (none finishes), acquiring each on
    * the chosen endpoint as the router does, and counts where they went.
    */
-  function burst(start: Candidate[], n: number): Record<string, number> {
+  function burst(start: Candidate[], n: number, weights: Readonly<Record<string, number>> = DEFAULT_SCORER_WEIGHTS): Record<string, number> {
     const cs = start.map((c) => ({ ...c }));
     const counts: Record<string, number> = Object.fromEntries(cs.map((c) => [c.id, 0]));
-    const p = picker(seq(0.1, 0.6, 0.3, 0.9, 0.5));
+    const p = new EndpointPicker(buildScorers(weights), seq(0.1, 0.6, 0.3, 0.9, 0.5));
     for (let i = 0; i < n; i++) {
       const r = p.pick({ model: 'm' }, cs);
       if (!r.ok) throw new Error('nothing picked');
       counts[r.chosen.id]++;
-      const chosen = cs.find((c) => c.id === r.chosen.id) as { inFlight: number };
+      const chosen = cs.find((c) => c.id === r.chosen.id) as { inFlight: number; awaitingOutput?: number };
       chosen.inFlight++;
+      if (chosen.awaitingOutput !== undefined) chosen.awaitingOutput++;
     }
     return counts;
   }
 
   it('counts what it sent since the last scrape, so the endpoint that looked emptiest then does not take every request until the next one', () => {
-    // At the scrape, a had just emptied; the seven others each ran 2 and queued 1, all this router's.
+    // At the scrape, a had just emptied; the seven others each ran 2 and queued 1, all this router's
+    // (the queued one has had no output yet).
     const scraped = (id: string, running: number, waiting: number, inFlight: number): Candidate =>
-      cand(id, { inFlight, load: { running, waiting }, inFlightAtScrape: inFlight });
+      cand(id, { inFlight, awaitingOutput: waiting, load: { running, waiting }, inFlightAtScrape: inFlight });
     const start = [scraped('a', 0, 0, 0), ...['b', 'c', 'd', 'e', 'f', 'g', 'h'].map((id) => scraped(id, 2, 1, 3))];
     const counts = burst(start, 16);
     // Fresh estimates: a catches up with the others (3 in flight), then the 16 spread evenly.
     expect(counts.a).toBeLessThanOrEqual(5);
     expect(Math.max(...Object.values(counts)) - Math.min(...Object.values(counts).slice(1))).toBeLessThanOrEqual(2);
-    // The same picture without the in-flight count at the scrape is the old herding: a takes far more than its share.
+    // The same picture without the in-flight count at the scrape, scored without the awaiting-output
+    // scorer (the router before either), is the old herding: a takes far more than its share.
     const stale = start.map(({ inFlightAtScrape: _ignored, ...c }) => c);
-    expect(burst(stale, 16).a).toBeGreaterThan(8);
+    const { 'awaiting-output': _left, ...before } = DEFAULT_SCORER_WEIGHTS;
+    expect(burst(stale, 16, before).a).toBeGreaterThan(8);
   });
 
   it('estimates the load now from the scrape and what this router sent or saw finish since, never below 0, unknown kept unknown', () => {

@@ -1,8 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { Candidate } from './candidate';
-import { chooseByAffinity, fnv1aUtf8, loadCap, policyFor, prefixAffinityParams, prefixKey, renderPromptPrefix, rendezvousOrder, requestPrefixKey, RoundRobin } from './prefix-affinity';
-import { estimatedOccupancy } from './scorers';
+import { averageCap, chooseByAffinity, fnv1aUtf8, guardLoad, loadCap, policyFor, prefixAffinityParams, prefixKey, renderPromptPrefix, rendezvousOrder, requestPrefixKey, RoundRobin } from './prefix-affinity';
 
 const cand = (id: string, over: Partial<Candidate> = {}): Candidate => ({
   id,
@@ -145,22 +144,73 @@ describe('rendezvousOrder', () => {
 describe('chooseByAffinity (the load guard)', () => {
   const loadArb = fc.record({ running: fc.integer({ min: 0, max: 40 }), waiting: fc.integer({ min: 0, max: 10 }), sent: fc.integer({ min: -5, max: 10 }) });
 
+  const candidateArb = fc.record({ l: loadArb, awaiting: fc.integer({ min: 0, max: 10 }), average: fc.option(fc.double({ min: 0, max: 60, noNaN: true }), { nil: undefined }) });
+  const build = (rows: { l: { running: number; waiting: number; sent: number }; awaiting: number; average: number | undefined }[]): Candidate[] =>
+    rows.map(({ l, awaiting, average }, i) => {
+      const inFlight = Math.max(0, l.sent);
+      return cand(`r${i}`, { load: { running: l.running, waiting: l.waiting }, inFlight, inFlightAtScrape: inFlight - l.sent, awaitingOutput: Math.min(awaiting, inFlight), ...(average !== undefined && { averageLoad: average }) });
+    });
+
   it('never picks a replica at or above the cap while one below exists', () => {
     fc.assert(
-      fc.property(fc.integer({ min: 0, max: 0xffffffff }), fc.array(loadArb, { minLength: 1, maxLength: 12 }), fc.double({ min: 0.01, max: 3, noNaN: true }), (key, loads, epsilon) => {
-        const cs = loads.map((l, i) => cand(`r${i}`, { load: { running: l.running, waiting: l.waiting }, inFlight: Math.max(0, l.sent), inFlightAtScrape: Math.max(0, l.sent) - l.sent }));
+      fc.property(fc.integer({ min: 0, max: 0xffffffff }), fc.array(candidateArb, { minLength: 1, maxLength: 12 }), fc.double({ min: 0.01, max: 3, noNaN: true }), (key, rows, epsilon) => {
+        const cs = build(rows);
         const choice = chooseByAffinity(key, cs, epsilon);
-        const occupancy = cs.map(estimatedOccupancy);
-        const cap = loadCap(occupancy, epsilon);
+        const cap = loadCap(cs.map(guardLoad), epsilon);
         expect(choice).toBeDefined();
-        expect(estimatedOccupancy(choice!.chosen)).toBeLessThan(cap);
-        // Everything it passed over was at or above the cap, and it took the first one below it.
+        expect(guardLoad(choice!.chosen)).toBeLessThan(cap);
         const order = rendezvousOrder(key, cs);
         expect(order.indexOf(choice!.chosen)).toBe(choice!.rank);
-        for (const id of choice!.deflectedFrom) expect(estimatedOccupancy(cs.find((c) => c.id === id)!)).toBeGreaterThanOrEqual(cap);
         expect(choice!.deflectedFrom).toEqual(order.slice(0, choice!.rank).map((c) => c.id));
       }),
     );
+  });
+
+  it('takes the first replica in the order under both caps, and the first under the cap now only when none is under both', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 0, max: 0xffffffff }), fc.array(candidateArb, { minLength: 1, maxLength: 12 }), fc.double({ min: 0.01, max: 3, noNaN: true }), (key, rows, epsilon) => {
+        const cs = build(rows);
+        const choice = chooseByAffinity(key, cs, epsilon)!;
+        const cap = loadCap(cs.map(guardLoad), epsilon);
+        const avgCap = averageCap(cs.map((c) => c.averageLoad ?? guardLoad(c)), epsilon);
+        const underBoth = (c: Candidate): boolean => guardLoad(c) < cap && (c.averageLoad ?? guardLoad(c)) <= avgCap;
+        const order = rendezvousOrder(key, cs);
+        const want = order.find(underBoth) ?? order.find((c) => guardLoad(c) < cap);
+        expect(choice.chosen).toBe(want);
+        expect(choice.cap).toBe(cap);
+        expect(choice.averageCap).toBeCloseTo(avgCap);
+      }),
+    );
+  });
+
+  it('caps the average at (1 + ε) × the mean of the averages (at least 1), and the load now at ⌈(1 + ε)(total + 1) / n⌉', () => {
+    expect(averageCap([2, 2, 2, 2, 2, 2, 2, 2], 0.25)).toBe(2.5);
+    // A quiet fleet: the one replica that served the last requests is far above the mean, and stays under the floor of 1.
+    expect(averageCap([0.6, 0, 0, 0], 0.25)).toBe(1);
+    expect(averageCap([0, 0], 0.25)).toBe(1);
+    // 15 requests on 8 replicas, the 16th being placed: the cap now is 3 for any ε below 0.5.
+    expect(loadCap([2, 2, 2, 2, 2, 2, 2, 1], 0.25)).toBe(3);
+    expect(loadCap([2, 2, 2, 2, 2, 2, 2, 1], 0.01)).toBe(3);
+    expect(loadCap([0, 0, 0, 0, 0, 0, 0, 0], 0.25)).toBe(1);
+  });
+
+  it('moves a popular prefix off its home once the home has carried more than (1 + ε) × the mean for a while, not while it is a little above it', () => {
+    const cs = replicas(8).map((c) => ({ ...c, load: { running: 2, waiting: 0 }, inFlightAtScrape: 0, averageLoad: 2 }));
+    const key = 98765;
+    const home = rendezvousOrder(key, cs)[0];
+    // The home above the mean on average over the last seconds, within (1 + ε) of it: it keeps its prefix.
+    const blip = cs.map((c) => (c.id === home.id ? { ...c, averageLoad: 2.4 } : c));
+    expect(chooseByAffinity(key, blip, 0.25)!.chosen.id).toBe(home.id);
+    // The same home at 2 now, but at 3 on average over the last seconds (a hot prefix): passed over.
+    const hot = cs.map((c) => (c.id === home.id ? { ...c, averageLoad: 3 } : { ...c, averageLoad: 1.9 }));
+    const moved = chooseByAffinity(key, hot, 0.25)!;
+    expect(moved.chosen.id).not.toBe(home.id);
+    expect(moved.deflectedFrom).toEqual([home.id]);
+  });
+
+  it('counts a request waiting for its first output twice: a prefill delays whoever comes next', () => {
+    expect(guardLoad(cand('a', { inFlight: 3, awaitingOutput: 2, load: { running: 3, waiting: 0 }, inFlightAtScrape: 3 }))).toBe(5);
+    expect(guardLoad(cand('a', { inFlight: 3 }))).toBe(3);
   });
 
   it('keeps a prefix on its home replica under even load, and moves it when that replica runs hot', () => {

@@ -1,6 +1,6 @@
 import { DEFAULT_PREFIX_AFFINITY, type ApiEndpoint, type ModelRouting, type PrefixAffinityParams, type RoutingPolicyName } from '@llmgw/domain';
 import type { Candidate } from './candidate';
-import { estimatedOccupancy } from './scorers';
+import { estimatedOccupancy, type LoadFigures } from './scorers';
 
 /** The API a prompt came in on: chat messages or a completion's prompt. */
 export type PromptApi = 'chat' | 'completions';
@@ -209,8 +209,8 @@ export function rendezvousOrder<C extends Candidate>(key: number, candidates: re
 
 /**
  * The load a replica may carry before the guard passes it over: ⌈(1 + ε) × (total + 1) / n⌉
- * over the estimated occupancy of `n` candidates, the request being placed counted (consistent
- * hashing with bounded loads). Always ≥ 1, and always above the least loaded candidate.
+ * over the guard loads of `n` candidates, the request being placed counted (consistent hashing
+ * with bounded loads). Always ≥ 1, and always above the least loaded candidate.
  */
 export function loadCap(loads: readonly number[], epsilon: number): number {
   let total = 0;
@@ -218,22 +218,62 @@ export function loadCap(loads: readonly number[], epsilon: number): number {
   return Math.max(1, Math.ceil(((1 + epsilon) * (total + 1)) / loads.length));
 }
 
+/**
+ * What the guard weighs a replica by: its estimated occupancy (see estimatedOccupancy), with this
+ * router's requests there that have had no output yet counted a second time. In an engine that
+ * steps all its sequences together, a request in prefill holds a slot and also makes the next
+ * request wait for its prefill, while one already decoding costs the next request a small share
+ * of a step.
+ */
+export function guardLoad(c: LoadFigures): number {
+  return estimatedOccupancy(c) + (c.awaitingOutput ?? 0);
+}
+
+/** A candidate's guard load averaged over the last seconds (see Candidate.averageLoad); its load now when the router keeps none. */
+function averageOf(c: Candidate): number {
+  return c.averageLoad ?? guardLoad(c);
+}
+
+/**
+ * The most a replica's average load may be before the guard passes it over: (1 + ε) × the mean
+ * of the candidates' averages, and never below 1. Some candidate is always under it (the lowest
+ * average is at most the mean). Below one request on average the figure says nothing about
+ * balance: in a quiet fleet the replica that served the last few requests is far above a mean
+ * near 0, and without the floor a lone conversation would be sent away from its own cache.
+ */
+export function averageCap(averages: readonly number[], epsilon: number): number {
+  let total = 0;
+  for (const a of averages) total += a;
+  return Math.max(1, ((1 + epsilon) * total) / averages.length);
+}
+
 /** A prefix-affinity choice and why it was made. */
 export interface AffinityChoice<C extends Candidate> {
   readonly chosen: C;
   /** Position of `chosen` in the key's rendezvous order: 0 = the prefix's home replica. */
   readonly rank: number;
-  /** Ids of the replicas passed over before `chosen`, each over the cap or saturated. */
+  /** Ids of the replicas passed over before `chosen`: over a cap, or saturated. */
   readonly deflectedFrom: readonly string[];
-  /** The cap of that choice (see loadCap). */
+  /** The cap on load now (see loadCap). */
   readonly cap: number;
+  /** The cap on average load (see averageCap). */
+  readonly averageCap: number;
 }
 
 /**
- * Prefix affinity with the load guard: the first candidate in `key`'s rendezvous order whose
- * estimated occupancy (see estimatedOccupancy) is below the cap and that is not `saturated`.
- * Undefined only when every candidate is saturated (the caller then decides as it would without
- * affinity); the guard never picks a replica at or above the cap while one below exists.
+ * Prefix affinity with the load guard: the first candidate in `key`'s rendezvous order that is
+ * under both caps and not `saturated` —
+ * - its guard load now (see guardLoad) below the cap (see loadCap): a burst never piles onto one
+ *   replica;
+ * - its average guard load over the last seconds (see Candidate.averageLoad) at most
+ *   (1 + ε) × the mean of the averages (see averageCap): a replica kept busy by a popular prefix
+ *   sheds it, while one that is a request above the mean for a moment keeps its prefixes. With
+ *   16 requests on 8 replicas the cap now is 3 for any ε below 0.5, so it alone lets a hot
+ *   prefix's home sit at 1.5 × the mean for as long as the prefix stays hot; the average holds
+ *   it to 1 + ε, without deflecting a request each time a home is one above the mean.
+ * When no candidate is under both, the first under the cap now. Undefined only when every
+ * candidate is saturated or at the cap (the caller then decides as it would without affinity);
+ * the guard never picks a replica at or above the cap while one below exists.
  */
 export function chooseByAffinity<C extends Candidate>(
   key: number,
@@ -243,14 +283,18 @@ export function chooseByAffinity<C extends Candidate>(
 ): AffinityChoice<C> | undefined {
   if (candidates.length === 0) return undefined;
   const loadOf = new Map<C, number>();
-  for (const c of candidates) loadOf.set(c, estimatedOccupancy(c));
+  for (const c of candidates) loadOf.set(c, guardLoad(c));
   const cap = loadCap([...loadOf.values()], epsilon);
+  const avgCap = averageCap(candidates.map(averageOf), epsilon);
   const order = rendezvousOrder(key, candidates);
-  const deflectedFrom: string[] = [];
+  const passedOver = (rank: number): string[] => order.slice(0, rank).map((c) => c.id);
   for (let rank = 0; rank < order.length; rank++) {
     const c = order[rank];
-    if ((loadOf.get(c) as number) < cap && !saturated(c)) return { chosen: c, rank, deflectedFrom, cap };
-    deflectedFrom.push(c.id);
+    if ((loadOf.get(c) as number) < cap && averageOf(c) <= avgCap && !saturated(c)) return { chosen: c, rank, deflectedFrom: passedOver(rank), cap, averageCap: avgCap };
+  }
+  for (let rank = 0; rank < order.length; rank++) {
+    const c = order[rank];
+    if ((loadOf.get(c) as number) < cap && !saturated(c)) return { chosen: c, rank, deflectedFrom: passedOver(rank), cap, averageCap: avgCap };
   }
   return undefined;
 }

@@ -22,6 +22,9 @@ export function invertedMinMax(values: readonly number[]): number[] {
   return values.map((v) => (max - v) / (max - min));
 }
 
+/** The figures of a candidate that say how loaded it is. */
+export type LoadFigures = Pick<Candidate, 'inFlight' | 'load' | 'inFlightAtScrape' | 'awaitingOutput'>;
+
 /**
  * The engine's running and waiting counts as they are likely to be now: the scraped figures plus
  * what this router has sent there since the scrape, minus what it saw finish (never below 0).
@@ -42,7 +45,7 @@ export function estimatedLoad(c: Candidate): { readonly running?: number; readon
 }
 
 /** What this router sent to `c` since its scrape minus what it saw finish there; 0 without a count at the scrape. */
-function sentSinceScrape(c: Candidate): number {
+function sentSinceScrape(c: LoadFigures): number {
   return c.inFlightAtScrape === undefined ? 0 : c.inFlight - c.inFlightAtScrape;
 }
 
@@ -52,7 +55,7 @@ function sentSinceScrape(c: Candidate): number {
  * estimatedLoad's per-field view), never below 0. Without a scraped running count, this router's
  * own in-flight count: the one figure always known. The load guard of prefix affinity compares it.
  */
-export function estimatedOccupancy(c: Candidate): number {
+export function estimatedOccupancy(c: LoadFigures): number {
   const running = c.load?.running;
   if (running === undefined) return c.inFlight;
   return Math.max(0, running + (c.load?.waiting ?? 0) + sentSinceScrape(c));
@@ -122,6 +125,21 @@ export const inFlightScorer: Scorer = {
   score: (cs) => invertedMinMax(cs.map((c) => c.inFlight)),
 };
 
+/**
+ * Requests ahead of a new request's first token on each endpoint, fewer is better: the engine's
+ * queue at its last fresh scrape (every router's requests) plus this router's requests there that
+ * have had no output yet (queued or in prefill since; see Candidate.awaitingOutput; some of them
+ * were in that queue too, which errs towards busier). A request's time to first token is its wait
+ * behind these plus its own prefill, while a sequence already decoding costs it only a step's
+ * share. Without this, least-load sent the next request to the replica whose requests had just
+ * ended together, their successors arrived there together, and the replica's prefills lined up
+ * one behind the other on every turn (bench:routing "random", least-load 0.76× round-robin).
+ */
+export const awaitingOutputScorer: Scorer = {
+  name: 'awaiting-output',
+  score: (cs) => invertedMinMax(cs.map((c) => (c.load?.waiting ?? 0) + (c.awaitingOutput ?? c.inFlight))),
+};
+
 /** Scrape health: 1 while scrapes answer, 0.5 once one has failed (suspect), 0 when unavailable. */
 export const scrapeHealthScorer: Scorer = {
   name: 'scrape-health',
@@ -134,12 +152,18 @@ export const SCORERS: Readonly<Record<string, Scorer>> = {
   [runningScorer.name]: runningScorer,
   [kvCacheScorer.name]: kvCacheScorer,
   [inFlightScorer.name]: inFlightScorer,
+  [awaitingOutputScorer.name]: awaitingOutputScorer,
   [scrapeHealthScorer.name]: scrapeHealthScorer,
 };
 
-/** Default weights: queue depth dominates, then KV headroom and scrape health, then running and local in-flight. */
+/**
+ * Default weights: requests waiting for their first output (the engine's queue, and this
+ * router's requests not yet answered) dominate, then KV headroom and scrape health, then running
+ * and local in-flight.
+ */
 export const DEFAULT_SCORER_WEIGHTS: Readonly<Record<string, number>> = {
   queue: 3,
+  'awaiting-output': 3,
   'kv-cache': 2,
   running: 1,
   'in-flight': 1,

@@ -4,6 +4,7 @@ import { FakeClock, SeededRng } from '@llmgw/testing';
 import { describe, expect, it } from 'vitest';
 import { EndpointRegistry } from '../endpoints/endpoint.registry';
 import { AdmissionService, ROUND_ROBIN, Waiter, type Admission, type AdmissionOptions, type RouteHow } from './admission.service';
+import type { EndpointLease } from './endpoint.lease';
 
 const ep = (replicaId: string, model = 'm'): Endpoint => ({ replicaId, model, url: `http://h:${replicaId.charCodeAt(0)}`, engine: 'vllm', nodeId: 'n', suspect: false });
 
@@ -33,6 +34,30 @@ describe('AdmissionService', () => {
     expect(leaseOf(admission.admit('m'))).toBeDefined();
     expect(leaseOf(admission.admit('m'))).toBeDefined();
     expect([registry.get('a')?.inFlight, registry.get('b')?.inFlight]).toEqual([1, 1]);
+  });
+
+  it('counts a leased request as waiting for output until its first response body, then only as in flight', () => {
+    const { admission, registry } = setup({ thresholds: { maxWaiting: 10, maxKvUsage: 0.9, maxInFlight: 100 } }, [ep('a')]);
+    const a = registry.get('a')!;
+    const first = admission.admit('m') as { ok: true; lease: EndpointLease };
+    const second = admission.admit('m') as { ok: true; lease: EndpointLease };
+    expect([a.inFlight, a.awaitingOutput, a.candidate(0).awaitingOutput]).toEqual([2, 2, 2]);
+    first.lease.outputStarted();
+    first.lease.outputStarted(); // every later body piece: no further change
+    expect([a.inFlight, a.awaitingOutput]).toEqual([2, 1]);
+    first.lease.release('success');
+    expect([a.inFlight, a.awaitingOutput]).toEqual([1, 1]);
+    // Released before any output (an error, the client gone): both counts drop once.
+    second.lease.release('abandoned');
+    second.lease.outputStarted();
+    expect([a.inFlight, a.awaitingOutput]).toEqual([0, 0]);
+    // A stale-connection resend: the old lease gives its wait back, the new one takes it.
+    const third = admission.admit('m') as { ok: true; lease: EndpointLease };
+    const again = third.lease.renew();
+    expect([a.inFlight, a.awaitingOutput]).toEqual([1, 1]);
+    again.outputStarted();
+    again.release('success');
+    expect([a.inFlight, a.awaitingOutput]).toEqual([0, 0]);
   });
 
   it('avoids endpoints whose fresh scrape says they are saturated', () => {
@@ -142,7 +167,7 @@ describe('AdmissionService', () => {
       for (let i = 0; i < 3; i++) {
         const a = admission.admit('m', affinity(99));
         if (a instanceof Waiter || !a.ok) throw new Error('expected a lease');
-        expect([a.lease.state.id, a.lease.reason]).toEqual([home, { policy: 'prefix-affinity', rank: 0, deflectedFrom: [], cap: expect.any(Number), blocks: 3 }]);
+        expect([a.lease.state.id, a.lease.reason]).toEqual([home, { policy: 'prefix-affinity', rank: 0, deflectedFrom: [], cap: expect.any(Number), averageCap: expect.any(Number), blocks: 3 }]);
         a.lease.state.release('success');
       }
     });
@@ -168,7 +193,7 @@ describe('AdmissionService', () => {
       home.lastScrape = { load: { running: 1, waiting: 10 }, at: clock.now(), inFlight: 0 };
       const a = admission.admit('m', affinity(5));
       if (a instanceof Waiter || !a.ok) throw new Error('expected a lease');
-      expect([a.lease.state.id, a.lease.reason]).toEqual([order[1], { policy: 'prefix-affinity', rank: 1, deflectedFrom: [order[0]], cap: expect.any(Number), blocks: 3 }]);
+      expect([a.lease.state.id, a.lease.reason]).toEqual([order[1], { policy: 'prefix-affinity', rank: 1, deflectedFrom: [order[0]], cap: expect.any(Number), averageCap: expect.any(Number), blocks: 3 }]);
     });
 
     it('falls back to the load scorers for a prefix-affinity request with no prompt to key on', () => {

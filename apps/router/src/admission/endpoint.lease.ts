@@ -8,7 +8,7 @@ import type { EndpointState } from '../endpoints/endpoint.state';
  */
 export type ChoiceReason =
   | { readonly policy: 'least-load' | 'round-robin' | 'only-candidate' }
-  | { readonly policy: 'prefix-affinity'; readonly rank: number; readonly deflectedFrom: readonly string[]; readonly cap: number; readonly blocks: number }
+  | { readonly policy: 'prefix-affinity'; readonly rank: number; readonly deflectedFrom: readonly string[]; readonly cap: number; readonly averageCap: number; readonly blocks: number }
   | { readonly policy: 'least-load'; readonly fallback: 'no-prefix' | 'all-saturated' };
 
 /** What a lease needs from admission: the time, and a way to let the model's queue move when a slot frees. */
@@ -25,6 +25,7 @@ export interface LeaseIssuer {
  */
 export class EndpointLease {
   private held = true;
+  private hadOutput = false;
 
   constructor(
     private readonly issuer: LeaseIssuer,
@@ -41,11 +42,18 @@ export class EndpointLease {
     return this.held;
   }
 
+  /** The engine's first response body arrived: the endpoint no longer counts this request as waiting for output. Once. */
+  outputStarted(): void {
+    if (!this.held || this.hadOutput) return;
+    this.hadOutput = true;
+    this.state.outputStarted();
+  }
+
   /** Gives the endpoint back with the request's outcome and wakes the model's queue; a second call does nothing. */
   release(outcome: 'success' | 'failure' | 'abandoned'): void {
     if (!this.held) return;
     this.held = false;
-    this.state.release(outcome);
+    this.state.release(outcome, this.hadOutput);
     this.issuer.wake(this.state.endpoint.model);
   }
 

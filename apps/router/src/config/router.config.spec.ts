@@ -17,7 +17,7 @@ describe('routerConfigSchema', () => {
       proxy: { maxBodyBytes: 16 * 1024 * 1024, maxJsonDepth: 64, maxRetries: 2 },
       http: { maxConnections: 10_000, minBodyBytesPerSecond: 1_024, bodyRateGraceMs: 10_000 },
       admission: { thresholds: { maxWaiting: 32, maxKvUsage: 0.95, maxInFlight: 256 }, queueBound: 256, queueDeadlineMs: 30_000, retryAfterMaxSeconds: 30 },
-      scorerWeights: { queue: 3, 'kv-cache': 2, running: 1, 'in-flight': 1, 'scrape-health': 2 },
+      scorerWeights: { queue: 3, 'awaiting-output': 3, 'kv-cache': 2, running: 1, 'in-flight': 1, 'scrape-health': 2 },
       breaker: { failureThreshold: 5, cooldownMs: 10_000 },
     });
   });
@@ -75,7 +75,7 @@ describe('routerConfigSchema', () => {
       'LLMGW_ROUTER_CONTROLLER="http://controller:8082": expected host:port (no scheme), e.g. 10.0.0.2:8082',
       'LLMGW_ROUTER_QUEUE_TIMEOUT="0": expected a duration of at least 1 ms',
       'LLMGW_ROUTER_MAX_KV_USAGE="1.5": expected a number greater than 0 and at most 1',
-      'LLMGW_ROUTER_SCORERS="queue=3,prefix=1": prefix: unknown scorer (known: queue, running, kv-cache, in-flight, scrape-health)',
+      'LLMGW_ROUTER_SCORERS="queue=3,prefix=1": prefix: unknown scorer (known: queue, running, kv-cache, in-flight, awaiting-output, scrape-health)',
     ]);
     expect(() => loadConfig(routerConfigSchema, { ...TLS, LLMGW_ROUTER_WATCH_BACKOFF_MIN: '5s', LLMGW_ROUTER_WATCH_BACKOFF_MAX: '1s' })).toThrow(
       /LLMGW_ROUTER_WATCH_BACKOFF_MAX.*must not be shorter/,

@@ -18,6 +18,26 @@ function registry(clock = new FakeClock(), onGone?: (replicaId: string) => void)
 }
 
 describe('EndpointRegistry', () => {
+  it("keeps each endpoint's guard load averaged over time: requests sent, answered and finished, and scrapes, move it", () => {
+    const clock = new FakeClock(1_000_000);
+    const r = registry(clock);
+    r.apply(snap(1, [ep('a')]), { resync: true });
+    const a = r.get('a')!;
+    expect(a.candidate(clock.now()).averageLoad).toBe(0);
+    a.acquire(clock.now()); // one request, no output yet: load 2 (held, and waiting for its first output)
+    clock.advance(5_000);
+    expect(a.candidate(clock.now()).averageLoad).toBeCloseTo(2 * (1 - Math.exp(-1)), 5);
+    a.outputStarted(); // decoding: load 1
+    const before = a.candidate(clock.now()).averageLoad!;
+    a.recordScrape({ load: { running: 4, waiting: 0 }, at: clock.now(), inFlight: 1 }); // the engine runs 4 (other routers' too)
+    clock.advance(2_000);
+    const risen = a.candidate(clock.now()).averageLoad!;
+    expect(risen).toBeCloseTo(before + (4 - before) * (1 - Math.exp(-2 / 5)), 5);
+    a.release('success', true); // within the scrape's freshness: 4, less the one this router saw finish
+    clock.advance(60_000);
+    expect(a.candidate(clock.now()).averageLoad).toBeCloseTo(3, 3);
+  });
+
   it('keeps the live state of an endpoint that survives a snapshot: in-flight, breaker, drain rate, scrape, last use', () => {
     const clock = new FakeClock();
     const r = registry(clock);

@@ -1,5 +1,5 @@
 import type { Clock, Endpoint, EngineLoad, MetricMapping } from '@llmgw/domain';
-import { CircuitBreaker, DrainRate, scrapeHealth, type BreakerOptions, type BreakerTransition, type Candidate, type ScrapeHealth } from '@llmgw/routing';
+import { CircuitBreaker, DrainRate, guardLoad, LoadAverage, scrapeHealth, type BreakerOptions, type BreakerTransition, type Candidate, type ScrapeHealth } from '@llmgw/routing';
 
 /** Where requests for an endpoint go, parsed once from its URL. */
 export interface EndpointTarget {
@@ -61,6 +61,8 @@ export interface EndpointStateOptions {
 export class EndpointState {
   /** Requests this router sent and has not seen finish. */
   inFlight = 0;
+  /** Of those, the ones with no response body yet (queued or in prefill on the engine). */
+  awaitingOutput = 0;
   /** Last time a request was sent here (ms since epoch); undefined = not used since this router started. */
   lastUsedAt: number | undefined;
   /** Set when a snapshot no longer lists the endpoint: it takes no new requests; in-flight ones finish. */
@@ -83,6 +85,8 @@ export class EndpointState {
   lastScores: Readonly<Record<string, number>> | undefined;
   /** Canonical model names this endpoint serves. */
   models: readonly string[];
+  /** The prefix-affinity guard's load here over the last seconds, set at every change of it this router sees. */
+  private readonly loadAverage = new LoadAverage();
 
   constructor(
     public endpoint: Endpoint,
@@ -135,31 +139,56 @@ export class EndpointState {
       breaker,
       probeAvailable: breaker === 'half-open' && this.breaker.available,
       inFlight: this.inFlight,
+      awaitingOutput: this.awaitingOutput,
+      averageLoad: this.loadAverage.read(now),
       ...this.freshScrape(now),
       scrapeHealth: this.scrapeHealth,
       state: this,
     };
   }
 
-  /** A request is sent here: in-flight +1, last-used = now, a half-open breaker's probe taken. */
+  /** The guard's load changed (a request sent, answered or finished, a scrape read): the average takes the new value from now. */
+  private loadChanged(): void {
+    const now = this.options.clock.now();
+    this.loadAverage.set(now, guardLoad({ inFlight: this.inFlight, awaitingOutput: this.awaitingOutput, ...this.freshScrape(now) }));
+  }
+
+  /** A scrape answered: its reading becomes the endpoint's newest. */
+  recordScrape(reading: ScrapeReading): void {
+    this.lastScrape = reading;
+    this.loadChanged();
+  }
+
+  /** A request is sent here: in-flight and awaiting-output +1, last-used = now, a half-open breaker's probe taken. */
   acquire(now: number): void {
     this.inFlight++;
+    this.awaitingOutput++;
     this.lastUsedAt = now;
     this.breaker.onAcquire();
+    this.loadChanged();
+  }
+
+  /** A request sent here had its first response body: it no longer waits for output. Once per request (see EndpointLease). */
+  outputStarted(): void {
+    this.awaitingOutput--;
+    this.loadChanged();
   }
 
   /**
-   * A request sent here finished: in-flight −1 and its verdict recorded. `success`/`failure`
+   * A request sent here finished: in-flight −1 (awaiting-output too unless `hadOutput`, i.e.
+   * outputStarted was called for it) and its verdict recorded. `success`/`failure`
    * feed the breaker; `abandoned` (the client left) frees a probe without a verdict. Every
    * finished request counts towards the drain rate. The last one on a removed endpoint calls
    * `onDrained`, after the breaker has seen it.
    */
-  release(outcome: 'success' | 'failure' | 'abandoned'): void {
+  release(outcome: 'success' | 'failure' | 'abandoned', hadOutput = false): void {
     this.inFlight--;
+    if (!hadOutput) this.awaitingOutput--;
     if (outcome === 'success') this.breaker.onSuccess();
     else if (outcome === 'failure') this.breaker.onFailure();
     else this.breaker.onAbandon();
     this.drain.record();
+    this.loadChanged();
     if (this.removed && this.inFlight === 0) this.options.onDrained?.(this);
   }
 }

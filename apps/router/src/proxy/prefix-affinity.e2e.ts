@@ -2,7 +2,7 @@
 // over 4 sim-engine replicas (vLLM flavour, prefix cache on) land each on its own replica turn
 // after turn — the one rendezvous hashing names for its start, so the engine's prefix cache
 // serves every later turn — and one moves when its replica saturates, then comes back once the
-// replica is free again. The router's opt-in debug header says where each turn went and why.
+// replica is free again (and its load averaged over the last seconds is down to one request). The router's opt-in debug header says where each turn went and why.
 import OpenAI from 'openai';
 import { DEFAULT_PREFIX_AFFINITY } from '@llmgw/domain';
 import { rendezvousOrder, requestPrefixKey, type Candidate } from '@llmgw/routing';
@@ -110,6 +110,12 @@ describe('prefix affinity through the openai client', () => {
       await waitFor(async () => sampleValue(await router!.metricsRegistry.metrics(), 'llmgw_router_engine_load', { endpoint: home, field: 'running' }) === 0, {
         deadlineMs: 20_000,
         message: `${home} running nothing`,
+      });
+      // The guard also weighs each replica's load averaged over the last seconds (τ = 5 s): the
+      // saturated replica takes its prefixes back once that average is down to one request.
+      await waitFor(() => (router!.core.endpoints.get(home)?.candidate(Date.now()).averageLoad ?? Infinity) <= 1, {
+        deadlineMs: 30_000,
+        message: `${home}'s load average back to one request`,
       });
       const back = await turn(a, TURNS + 2);
       expect(back.replica, back.header).toBe(home);

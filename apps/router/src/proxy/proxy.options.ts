@@ -38,7 +38,7 @@ export const ROUTE_HEADER = 'x-llmgw-route';
 export function routeHeader(replicaId: string, reason: ChoiceReason, retries: number): string {
   let v = `replica=${replicaId}; policy=${reason.policy}`;
   if (reason.policy === 'prefix-affinity') {
-    v += `; rank=${reason.rank}; blocks=${reason.blocks}; cap=${reason.cap}`;
+    v += `; rank=${reason.rank}; blocks=${reason.blocks}; cap=${reason.cap}; average-cap=${Math.round(reason.averageCap * 100) / 100}`;
     if (reason.deflectedFrom.length > 0) v += `; deflected=${reason.deflectedFrom.join(',')}`;
   } else if ('fallback' in reason) {
     v += `; fallback=${reason.fallback}`;

@@ -206,6 +206,7 @@ export class Relay implements EngineResponseHandler, Attempt {
 
   private body(piece: Buffer): void {
     if (this.settled) return;
+    this.lease.outputStarted();
     const held = this.held;
     if (held === undefined) {
       this.forward(piece);

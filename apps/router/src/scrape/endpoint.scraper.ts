@@ -92,7 +92,7 @@ export class EndpointScraper {
       let load = readLoad(text, state.mapping, { modelName: state.endpoint.model });
       if (!state.noSlots && wantsSlots(state.endpoint.engine, load)) load = await this.addSlots(state, load);
       if (state.removed) return;
-      state.lastScrape = { load, at: this.clock.now(), inFlight: state.inFlight };
+      state.recordScrape({ load, at: this.clock.now(), inFlight: state.inFlight });
       state.lastScrapeError = undefined;
       this.countFailures(state, false);
       this.onReading(state);
