@@ -1,6 +1,7 @@
 // Routing benchmark (issue #14 item 5, first part): 8 sim-engine replicas (vLLM flavour, prefix
 // cache on) behind one llmgw-router, streaming clients in a closed loop, once per routing policy
-// and workload, each run on fresh engines (cold caches). Reports mean/p50/p99 TTFT (to the first
+// and workload, each run on fresh engines (cold caches) for --seconds, measured after a --warmup
+// (steady state; the warm-up's requests are not counted). Reports mean/p50/p99 TTFT (to the first
 // content chunk), output tokens/s, the prefix-cache hit rate from the engines' own counters and
 // max ÷ mean of the replicas' average running sequences, with ratios against round-robin of the
 // same workload in the same run.
@@ -10,7 +11,7 @@
 // removes one replica and adds a fresh one: how long the hit rate takes to come back).
 // The engines are calibrated to vLLM serving Llama 3.1 8B on one L4 (sim-engine --profile
 // l4-llama-3.1-8b; tools/sim-engine/README.md, "Calibration").
-// Usage: node tools/run.cjs tools/bench/routing.bench.ts [--clients 16] [--turns 4] [--conversations 5]
+// Usage: node tools/run.cjs tools/bench/routing.bench.ts [--clients 16] [--turns 4] [--seconds 75] [--warmup 25]
 //        [--policies round-robin,least-load,prefix-affinity] [--workloads shared,random,hot,churn] [--routers 1]
 //        [--churn-seconds 90] [--epsilon E] [--no-write]
 // --epsilon sets prefix-affinity's load slack ε (the catalog's routing.prefixAffinity.epsilon; default the router's).
@@ -34,8 +35,9 @@ const { values: args } = parseArgs({
   options: {
     clients: { type: 'string', default: '16' },
     turns: { type: 'string', default: '4' },
-    conversations: { type: 'string', default: '5' },
-    policies: { type: 'string', default: 'round-robin,least-load,prefix-affinity' },
+    seconds: { type: 'string', default: '75' },
+    warmup: { type: 'string', default: '25' },
+    policies: { type: 'string', default: 'round-robin,least-load,prefix-only,prefix-affinity' },
     workloads: { type: 'string', default: 'shared,random,hot,churn' },
     'churn-seconds': { type: 'string', default: '90' },
     epsilon: { type: 'string' },
@@ -45,32 +47,50 @@ const { values: args } = parseArgs({
 });
 const CLIENTS = Number(args.clients);
 const TURNS = Number(args.turns);
-const CONVERSATIONS = Number(args.conversations);
-for (const [name, v, max] of [['clients', CLIENTS, 256], ['turns', TURNS, 20], ['conversations', CONVERSATIONS, 100]] as const) {
+const RUN_SECONDS = Number(args.seconds);
+const WARMUP_SECONDS = Number(args.warmup);
+for (const [name, v, max] of [['clients', CLIENTS, 256], ['turns', TURNS, 20], ['seconds', RUN_SECONDS, 600]] as const) {
   if (!Number.isInteger(v) || v < 1 || v > max) throw new Error(`--${name}: expected a whole number 1..${max}, got ${v}`);
 }
+if (!Number.isInteger(WARMUP_SECONDS) || WARMUP_SECONDS < 0 || WARMUP_SECONDS >= RUN_SECONDS) throw new Error(`--warmup: expected a whole number of seconds 0..${RUN_SECONDS - 1} (below --seconds), got ${args.warmup}`);
 const POLICIES = args.policies.split(',');
 const ROUTER_COUNTS = args.routers.split(',').map(Number);
 for (const n of ROUTER_COUNTS) if (!Number.isInteger(n) || n < 1 || n > 8) throw new Error(`--routers: expected router counts 1..8, got ${args.routers}`);
 const WORKLOADS = args.workloads.split(',');
-for (const p of POLICIES) if (!['round-robin', 'least-load', 'prefix-affinity'].includes(p)) throw new Error(`--policies: unknown policy ${p}`);
+for (const p of POLICIES) if (!['round-robin', 'least-load', 'prefix-only', 'prefix-affinity'].includes(p)) throw new Error(`--policies: unknown policy ${p}`);
 for (const w of WORKLOADS) if (!['shared', 'random', 'hot', 'churn'].includes(w)) throw new Error(`--workloads: unknown workload ${w}`);
 const EPSILON = args.epsilon === undefined ? undefined : Number(args.epsilon);
 if (EPSILON !== undefined && !(Number.isFinite(EPSILON) && EPSILON > 0 && EPSILON <= 10)) throw new Error(`--epsilon: expected a number above 0 and at most 10, got ${args.epsilon}`);
-/** The model's routing in a static config: the policy, and prefix affinity's ε when --epsilon sets one. */
-const routingYaml = (policy: string): string => (policy === 'prefix-affinity' && EPSILON !== undefined ? `{ policy: ${policy}, prefixAffinity: { epsilon: ${EPSILON} } }` : `{ policy: ${policy} }`);
+/**
+ * Prefix-only (affinity without the load guard) is prefix-affinity with ε at the largest value the
+ * catalog accepts: the cap, 11 × the mean occupancy, never binds with 16 clients on 8 replicas.
+ */
+const PREFIX_ONLY_EPSILON = 10;
+/** A bench policy's ε: prefix-only's, or --epsilon for prefix-affinity when given. */
+const epsilonOf = (policy: string): number | undefined => (policy === 'prefix-only' ? PREFIX_ONLY_EPSILON : policy === 'prefix-affinity' ? EPSILON : undefined);
+/** The router policy behind a bench policy. */
+const routerPolicy = (policy: string): string => (policy === 'prefix-only' ? 'prefix-affinity' : policy);
+/** The model's routing in a static config: the policy, and prefix affinity's ε when set. */
+const routingYaml = (policy: string): string => {
+  const epsilon = epsilonOf(policy);
+  return epsilon !== undefined ? `{ policy: ${routerPolicy(policy)}, prefixAffinity: { epsilon: ${epsilon} } }` : `{ policy: ${routerPolicy(policy)} }`;
+};
 const CHURN_SECONDS = Number(args['churn-seconds']);
 if (!Number.isInteger(CHURN_SECONDS) || CHURN_SECONDS < 30 || CHURN_SECONDS > 600) throw new Error(`--churn-seconds: expected a whole number 30..600, got ${args['churn-seconds']}`);
 
 const REPLICAS = 8;
 const SYSTEM_PROMPTS = 20;
-const PROMPT_WORDS = 2000; // ~2k tokens in sim-engine's tokenizer (about one per word)
+const PROMPT_WORDS = 2000; // ~2k tokens in sim-engine's tokenizer (one per word; see words)
 const MAX_TOKENS = 16;
 const MODEL = 'm';
 const PROFILE = 'l4-llama-3.1-8b';
 const ENGINE_ARGS = ['--engine', 'vllm', '--served-model-name', MODEL, '--profile', PROFILE, '--prefix-cache', '--output-tokens', String(MAX_TOKENS), '--output-jitter', '0'];
 
-/** Deterministic pseudo-random words (xorshift), so every run sends the same prompts. */
+/**
+ * Deterministic pseudo-random words (xorshift), so every run sends the same prompts: 3 to 6
+ * lowercase letters each, one token apiece in sim-engine's tokenizer (which cuts letter runs at 6
+ * characters and splits letters from digits), so n words are about n tokens.
+ */
 function words(seed: number, n: number): string {
   let x = (seed * 2654435761) >>> 0 || 1;
   const out: string[] = [];
@@ -79,7 +99,9 @@ function words(seed: number, n: number): string {
     x ^= x >>> 17;
     x ^= x << 5;
     x >>>= 0;
-    out.push((x % 100_000).toString(36));
+    let w = '';
+    for (let k = 0, v = x; k < 3 + (x % 4); k++, v = Math.floor(v / 26)) w += String.fromCharCode(97 + (v % 26));
+    out.push(w);
   }
   return out.join(' ');
 }
@@ -176,11 +198,22 @@ async function run(dir: string, policy: string, workload: string, routerCount: n
   const routers = await Promise.all(Array.from({ length: routerCount }, (_, i) => startRouter(dir, engines, policy, i)));
   const ttft: number[] = [];
   let tokens = 0;
-  // Sample every replica's running count while the clients run (average per replica → max ÷ mean).
+  const started = performance.now();
+  const elapsedS = (): number => (performance.now() - started) / 1000;
+  const counters = async (): Promise<{ hits: number; queries: number }> => {
+    const texts = await Promise.all(engines.map(async (e) => (await fetch(`${e.url}/metrics`)).text()));
+    return { hits: texts.reduce((s, t) => s + metricSum(t, 'vllm:prefix_cache_hits_total'), 0), queries: texts.reduce((s, t) => s + metricSum(t, 'vllm:prefix_cache_queries_total'), 0) };
+  };
+  // After the warm-up: the engines' cache counters, then every replica's running count every 50 ms
+  // (average per replica → max ÷ mean) until the clients stop.
   const runningSums = new Array<number>(REPLICAS).fill(0);
   let samples = 0;
   let done = false;
+  let atWarm: { hits: number; queries: number; t: number } | undefined;
   const sampler = (async () => {
+    while (!done && elapsedS() < WARMUP_SECONDS) await new Promise((r) => setTimeout(r, 50));
+    if (done) return;
+    atWarm = { ...(await counters()), t: elapsedS() };
     while (!done) {
       const texts = await Promise.all(engines.map(async (e) => (await fetch(`${e.url}/metrics`)).text()));
       texts.forEach((t, i) => (runningSums[i] += metricSum(t, 'vllm:num_requests_running')));
@@ -188,32 +221,39 @@ async function run(dir: string, policy: string, workload: string, routerCount: n
       await new Promise((r) => setTimeout(r, 50));
     }
   })();
-  const started = performance.now();
   await Promise.all(
     Array.from({ length: CLIENTS }, async (_, client) => {
-      for (let c = 0; c < CONVERSATIONS; c++) {
+      for (let c = 0; elapsedS() < RUN_SECONDS; c++) {
         const messages: { role: string; content: string }[] = [];
-        for (let turn = 0; turn < TURNS; turn++) {
+        for (let turn = 0; turn < TURNS && elapsedS() < RUN_SECONDS; turn++) {
           if (workload === 'random' || turn === 0) messages.splice(0, messages.length, { role: 'system', content: systemFor(workload, client, c, turn) });
           messages.push({ role: 'user', content: `Client ${client}, conversation ${c}, question ${turn}: ${words(client * 1_000 + c * 10 + turn, 20)}` });
+          const at = elapsedS();
           const r = await ask(routers[client % routers.length].url, messages);
-          ttft.push(r.ttftMs);
-          tokens += r.tokens;
+          if (at >= WARMUP_SECONDS) {
+            ttft.push(r.ttftMs);
+            tokens += r.tokens;
+          }
           messages.push({ role: 'assistant', content: r.text });
         }
       }
     }),
   );
-  const seconds = (performance.now() - started) / 1000;
+  const end = { ...(await counters()), t: elapsedS() };
   done = true;
   await sampler;
-  const texts = await Promise.all(engines.map(async (e) => (await fetch(`${e.url}/metrics`)).text()));
-  const hits = texts.reduce((s, t) => s + metricSum(t, 'vllm:prefix_cache_hits_total'), 0);
-  const queries = texts.reduce((s, t) => s + metricSum(t, 'vllm:prefix_cache_queries_total'), 0);
   const averages = runningSums.map((s) => s / Math.max(1, samples));
   const mean = averages.reduce((s, v) => s + v, 0) / averages.length;
   await stopAllSpawned();
-  return { requests: ttft.length, ttft, tokensPerSecond: tokens / seconds, hitRate: queries > 0 ? hits / queries : 0, maxOverMeanRunning: mean > 0 ? Math.max(...averages) / mean : 0 };
+  const warm = atWarm ?? { hits: 0, queries: 0, t: 0 };
+  const queries = end.queries - warm.queries;
+  return {
+    requests: ttft.length,
+    ttft,
+    tokensPerSecond: tokens / Math.max(1e-9, end.t - warm.t),
+    hitRate: queries > 0 ? (end.hits - warm.hits) / queries : 0,
+    maxOverMeanRunning: mean > 0 ? Math.max(...averages) / mean : 0,
+  };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -230,7 +270,7 @@ function churnSnapshot(revision: number, engines: readonly Engine[], members: re
   return {
     revision,
     endpoints: members.map((i) => ({ replicaId: `r${i}`, model: MODEL, url: engines[i].url, engine: EngineKind.ENGINE_KIND_VLLM, nodeId: `node-${i}`, suspect: false })),
-    catalog: { revision: 1, models: [{ name: MODEL, aliases: [], engine: EngineKind.ENGINE_KIND_VLLM, metrics: undefined, endpoints: [], routing: { policy: POLICY_OF[policy], ...(policy === 'prefix-affinity' && EPSILON !== undefined && { epsilon: EPSILON }) } }] },
+    catalog: { revision: 1, models: [{ name: MODEL, aliases: [], engine: EngineKind.ENGINE_KIND_VLLM, metrics: undefined, endpoints: [], routing: { policy: POLICY_OF[routerPolicy(policy)], ...(epsilonOf(policy) !== undefined && { epsilon: epsilonOf(policy) }) } }] },
   };
 }
 
@@ -435,7 +475,7 @@ async function matrixSection(dir: string): Promise<void> {
       '',
       machineLine(os.cpus(), os.totalmem()),
       '',
-      `Setup: 8 sim-engine replicas (vLLM flavour, --profile ${PROFILE}: Llama 3.1 8B on one L4, i.e. prefill 3500 tok/s, decode 15 tok/s, 30,720 KV tokens; tools/sim-engine/README.md, "Calibration"; prefix cache on, ${MAX_TOKENS} output tokens) behind ${several ? `${ROUTER_COUNTS.join(' or ')} llmgw-routers (each with the same static config, sharing nothing; client i sends to router i mod N)` : 'one llmgw-router'} (scrapes every 200 ms), fresh engines and routers for every run. ${CLIENTS} streaming clients in a closed loop, each ${CONVERSATIONS} conversations of ${TURNS} turns (each turn resends the conversation so far). Workloads: shared = ${SYSTEM_PROMPTS} system prompts of ~${PROMPT_WORDS} tokens; random = a fresh ~${PROMPT_WORDS}-token prompt every request; hot = half the conversations on one system prompt. TTFT = time to the first content chunk at the client. Hit rate = vllm:prefix_cache_hits_total ÷ vllm:prefix_cache_queries_total summed over the engines. max/mean running = the busiest replica's average running sequences over the mean of all replicas' averages (sampled every 50 ms). Ratios "vs RR" are round-robin's value (behind ${ROUTER_COUNTS[0]} router${ROUTER_COUNTS[0] > 1 ? 's' : ''}) ÷ this row's (above 1 = better). Round-robin here is the router's round-robin policy. Engines, routers and clients share the machine's cores, so TTFT moves between runs with whatever else runs; hit rate and max/mean running move less. Churn has its own section.`,
+      `Setup: 8 sim-engine replicas (vLLM flavour, --profile ${PROFILE}: Llama 3.1 8B on one L4, i.e. prefill 3500 tok/s, decode 15 tok/s, 30,720 KV tokens; tools/sim-engine/README.md, "Calibration"; prefix cache on, ${MAX_TOKENS} output tokens) behind ${several ? `${ROUTER_COUNTS.join(' or ')} llmgw-routers (each with the same static config, sharing nothing; client i sends to router i mod N)` : 'one llmgw-router'} (scrapes every 200 ms), fresh engines and routers for every run. ${CLIENTS} streaming clients in a closed loop for ${RUN_SECONDS} s, each running conversations of ${TURNS} turns (each turn resends the conversation so far); everything is measured over the last ${RUN_SECONDS - WARMUP_SECONDS} s only (requests sent after a ${WARMUP_SECONDS} s warm-up that fills the caches, the same for every policy), and "requests" counts those. Workloads: shared = ${SYSTEM_PROMPTS} system prompts of ~${PROMPT_WORDS} tokens; random = a fresh ~${PROMPT_WORDS}-token prompt every request; hot = half the conversations on one system prompt. TTFT = time to the first content chunk at the client. Hit rate = vllm:prefix_cache_hits_total ÷ vllm:prefix_cache_queries_total summed over the engines. max/mean running = the busiest replica's average running sequences over the mean of all replicas' averages (sampled every 50 ms). Ratios "vs RR" are round-robin's value (behind ${ROUTER_COUNTS[0]} router${ROUTER_COUNTS[0] > 1 ? 's' : ''}) ÷ this row's (above 1 = better). Round-robin here is the router's round-robin policy; prefix-only is prefix-affinity with ε = ${PREFIX_ONLY_EPSILON}, the largest the catalog accepts, so its load cap never binds here (affinity without the guard). Engines, routers and clients share the machine's cores, so TTFT moves between runs with whatever else runs; hit rate and max/mean running move less. Churn has its own section.`,
       '',
       table,
     ].join('\n'),
