@@ -18,8 +18,14 @@ const PUT_SQL = `INSERT INTO catalog_revisions (revision, document, author, crea
 SELECT COALESCE(MAX(revision), 0) + 1, $1, $2, $3 FROM catalog_revisions
 RETURNING revision`;
 
-/** How often an unconditional put retries after losing a race for the same revision number. */
-const PUT_ATTEMPTS = 5;
+/**
+ * How often an unconditional put tries before giving up. Each lost try means another writer's
+ * revision went in (the race is for the next revision number), so a put fails only when this
+ * many others append while it runs: a bound against a broken database, not against contention.
+ * It was 5, and six writers racing at once left the last one failing with a conflict it had not
+ * asked for (catalog.repository.int.spec, PostgreSQL).
+ */
+export const PUT_ATTEMPTS = 1_000;
 
 /** {@link CatalogRepository} on SQLite and PostgreSQL. */
 export class TypeormCatalogRepository implements CatalogRepository {
