@@ -317,8 +317,14 @@ describe('compressed snapshots', () => {
     expect(r.core.endpoints.catalog.resolve('gone-model')).toBeUndefined();
     expect((await postJson(`${r.url}/v1/chat/completions`, chat())).status).toBe(200);
     expect(b.hits).toBe(1);
+    // One stream dropped, one reopened, and the new one stays: no reconnect loop. A longer wait
+    // than the largest backoff step (200 ms) would show one. The reconnect counter counts every
+    // attempt, also one that fails in the transport before reaching the controller (seen on a
+    // loaded CI machine: 11 attempts for 2 calls), so the controller's count is the one asserted.
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect([c.watchCalls, c.watchers.size]).toEqual([2, 1]);
     const after = await text();
-    expect(sampleValue(after, 'llmgw_router_watch_reconnects_total')).toBe(1);
+    expect(sampleValue(after, 'llmgw_router_watch_reconnects_total')).toBeGreaterThanOrEqual(1);
     expect(sampleValue(after, 'llmgw_router_watch_connected')).toBe(1);
   });
 
@@ -360,7 +366,9 @@ describe('compressed snapshots', () => {
     expect(registry.revision).toBe(5);
     // Generous deadlines: on a loaded CI machine the dropped stream's end and the reconnect each
     // take a few event-loop turns of two processes (a 5 s default was once missed under load).
-    await waitFor(() => reconnects === 1 && c.watchCalls === 2 && c.watchers.size === 1, { message: 'reopened', deadlineMs: 20_000 });
+    // Reconnect attempts that fail in the transport before reaching the controller count too
+    // (11 attempts for 2 calls once on CI), so the controller's count is the exact one.
+    await waitFor(() => reconnects >= 1 && c.watchCalls === 2 && c.watchers.size === 1, { message: 'reopened', deadlineMs: 20_000 });
     sendRaw(c, compressed(protoSnapshot(2, [], ['m1'])));
     await waitFor(() => registry.revision === 2 && watch.connected, { message: 'resynced', deadlineMs: 20_000 });
     expect(registry.size).toBe(0);
