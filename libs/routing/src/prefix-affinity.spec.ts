@@ -166,7 +166,7 @@ describe('chooseByAffinity (the load guard)', () => {
     );
   });
 
-  it('takes the first replica in the order under both caps, and the first under the cap now only when none is under both', () => {
+  it('takes the first replica in the order under both caps (or the next under both, when it has fewer awaiting output), and the first under the cap now only when none is under both', () => {
     fc.assert(
       fc.property(fc.integer({ min: 0, max: 0xffffffff }), fc.array(candidateArb, { minLength: 1, maxLength: 12 }), fc.double({ min: 0.01, max: 3, noNaN: true }), (key, rows, epsilon) => {
         const cs = build(rows);
@@ -175,7 +175,10 @@ describe('chooseByAffinity (the load guard)', () => {
         const avgCap = averageCap(cs.map((c) => c.averageLoad ?? guardLoad(c)), epsilon);
         const underBoth = (c: Candidate): boolean => guardLoad(c) < cap && (c.averageLoad ?? guardLoad(c)) <= avgCap;
         const order = rendezvousOrder(key, cs);
-        const want = order.find(underBoth) ?? order.find((c) => guardLoad(c) < cap);
+        const [first, second] = order.filter(underBoth);
+        const awaiting = (c: Candidate): number => c.awaitingOutput ?? 0;
+        const want =
+          first === undefined ? order.find((c) => guardLoad(c) < cap) : second !== undefined && awaiting(second) < awaiting(first) ? second : first;
         expect(choice.chosen).toBe(want);
         expect(choice.cap).toBe(cap);
         expect(choice.averageCap).toBeCloseTo(avgCap);
@@ -206,6 +209,21 @@ describe('chooseByAffinity (the load guard)', () => {
     const moved = chooseByAffinity(key, hot, 0.25)!;
     expect(moved.chosen.id).not.toBe(home.id);
     expect(moved.deflectedFrom).toEqual([home.id]);
+  });
+
+  it("sends the request to the key's runner-up when the home has more of this router's requests awaiting output, and never further", () => {
+    const cs = replicas(8).map((c) => ({ ...c, load: { running: 2, waiting: 0 }, inFlight: 2, inFlightAtScrape: 2, averageLoad: 2 }));
+    const key = 4242;
+    const [home, runnerUp, third] = rendezvousOrder(key, cs);
+    const withAwaiting = (n: Record<string, number>): Candidate[] => cs.map((c) => ({ ...c, awaitingOutput: n[c.id] ?? 0 }));
+    // ε = 1 leaves every replica here under both caps, so only the two choices decide.
+    // Equal: the home keeps it.
+    expect(chooseByAffinity(key, withAwaiting({ [home.id]: 1, [runnerUp.id]: 1 }), 1)).toMatchObject({ chosen: { id: home.id }, rank: 0, deflectedFrom: [] });
+    // The home has a request in prefill and the runner-up none: the runner-up.
+    expect(chooseByAffinity(key, withAwaiting({ [home.id]: 1 }), 1)).toMatchObject({ chosen: { id: runnerUp.id }, rank: 1, deflectedFrom: [home.id] });
+    // Both busy and the third idle: still one of the first two, never a third replica that holds nothing of the prefix.
+    expect(chooseByAffinity(key, withAwaiting({ [home.id]: 2, [runnerUp.id]: 1 }), 1)!.chosen.id).toBe(runnerUp.id);
+    expect(chooseByAffinity(key, withAwaiting({ [home.id]: 1, [runnerUp.id]: 1, [third.id]: 0 }), 1)!.chosen.id).toBe(home.id);
   });
 
   it('counts a request waiting for its first output twice: a prefill delays whoever comes next', () => {

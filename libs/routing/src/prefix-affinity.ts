@@ -229,6 +229,11 @@ export function guardLoad(c: LoadFigures): number {
   return estimatedOccupancy(c) + (c.awaitingOutput ?? 0);
 }
 
+/** This router's requests at `c` that have had no output yet. */
+function awaitingOf(c: Candidate): number {
+  return c.awaitingOutput ?? 0;
+}
+
 /** A candidate's guard load averaged over the last seconds (see Candidate.averageLoad); its load now when the router keeps none. */
 function averageOf(c: Candidate): number {
   return c.averageLoad ?? guardLoad(c);
@@ -252,7 +257,7 @@ export interface AffinityChoice<C extends Candidate> {
   readonly chosen: C;
   /** Position of `chosen` in the key's rendezvous order: 0 = the prefix's home replica. */
   readonly rank: number;
-  /** Ids of the replicas passed over before `chosen`: over a cap, or saturated. */
+  /** Ids of the replicas passed over before `chosen`: over a cap, saturated, or with more requests awaiting output than `chosen` (the two choices). */
   readonly deflectedFrom: readonly string[];
   /** The cap on load now (see loadCap). */
   readonly cap: number;
@@ -271,7 +276,10 @@ export interface AffinityChoice<C extends Candidate> {
  *   16 requests on 8 replicas the cap now is 3 for any ε below 0.5, so it alone lets a hot
  *   prefix's home sit at 1.5 × the mean for as long as the prefix stays hot; the average holds
  *   it to 1 + ε, without deflecting a request each time a home is one above the mean.
- * When no candidate is under both, the first under the cap now. Undefined only when every
+ * Of the first two under both, the second when it has fewer of this router's requests awaiting
+ * output (two choices, both within the key's own order: a request does not queue behind another's
+ * prefill while the key's runner-up is idle). When no candidate is under both, the first under
+ * the cap now. Undefined only when every
  * candidate is saturated or at the cap (the caller then decides as it would without affinity);
  * the guard never picks a replica at or above the cap while one below exists.
  */
@@ -288,9 +296,17 @@ export function chooseByAffinity<C extends Candidate>(
   const avgCap = averageCap(candidates.map(averageOf), epsilon);
   const order = rendezvousOrder(key, candidates);
   const passedOver = (rank: number): string[] => order.slice(0, rank).map((c) => c.id);
-  for (let rank = 0; rank < order.length; rank++) {
-    const c = order[rank];
-    if ((loadOf.get(c) as number) < cap && averageOf(c) <= avgCap && !saturated(c)) return { chosen: c, rank, deflectedFrom: passedOver(rank), cap, averageCap: avgCap };
+  const underBoth = (c: C): boolean => (loadOf.get(c) as number) < cap && averageOf(c) <= avgCap && !saturated(c);
+  const first = order.findIndex(underBoth);
+  if (first >= 0) {
+    // Two choices inside the key's order: the next replica under both caps takes the request when
+    // it has fewer of this router's requests still waiting for output. Both are where the key
+    // goes (the second is where it goes whenever the first is passed over), so both tend to hold
+    // its prefix, and a request no longer queues behind another's prefill while the runner-up is free.
+    const offset = order.slice(first + 1).findIndex(underBoth);
+    const second = offset >= 0 ? first + 1 + offset : -1;
+    const rank = second >= 0 && awaitingOf(order[second]) < awaitingOf(order[first]) ? second : first;
+    return { chosen: order[rank], rank, deflectedFrom: passedOver(rank), cap, averageCap: avgCap };
   }
   for (let rank = 0; rank < order.length; rank++) {
     const c = order[rank];
