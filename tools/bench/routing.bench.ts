@@ -13,7 +13,9 @@
 // l4-llama-3.1-8b; tools/sim-engine/README.md, "Calibration").
 // Usage: node tools/run.cjs tools/bench/routing.bench.ts [--clients 16] [--turns 4] [--seconds 75] [--warmup 25]
 //        [--policies round-robin,least-load,prefix-affinity] [--workloads shared,random,hot,churn] [--routers 1]
-//        [--churn-seconds 90] [--epsilon E] [--no-write]
+//        [--churn-seconds 90] [--epsilon E] [--output-jitter 0] [--no-write]
+// --output-jitter spreads each answer's length (sim-engine's flag: uniformly within ±F of the output
+// tokens); 0, the default, gives every answer the same length.
 // --epsilon sets prefix-affinity's load slack ε (the catalog's routing.prefixAffinity.epsilon; default the router's).
 // The churn workload routes through a controller's watch stream (a fake controller serving the real
 // RouterService contract), since a static config cannot change under a running router; it writes
@@ -41,6 +43,7 @@ const { values: args } = parseArgs({
     workloads: { type: 'string', default: 'shared,random,hot,churn' },
     'churn-seconds': { type: 'string', default: '90' },
     epsilon: { type: 'string' },
+    'output-jitter': { type: 'string', default: '0' },
     routers: { type: 'string', default: '1' },
     'no-write': { type: 'boolean', default: false },
   },
@@ -75,6 +78,8 @@ const routingYaml = (policy: string): string => {
   const epsilon = epsilonOf(policy);
   return epsilon !== undefined ? `{ policy: ${routerPolicy(policy)}, prefixAffinity: { epsilon: ${epsilon} } }` : `{ policy: ${routerPolicy(policy)} }`;
 };
+const OUTPUT_JITTER = Number(args['output-jitter']);
+if (!(Number.isFinite(OUTPUT_JITTER) && OUTPUT_JITTER >= 0 && OUTPUT_JITTER < 1)) throw new Error(`--output-jitter: expected 0 <= F < 1 (sim-engine's output length spread), got ${args['output-jitter']}`);
 const CHURN_SECONDS = Number(args['churn-seconds']);
 if (!Number.isInteger(CHURN_SECONDS) || CHURN_SECONDS < 30 || CHURN_SECONDS > 600) throw new Error(`--churn-seconds: expected a whole number 30..600, got ${args['churn-seconds']}`);
 
@@ -84,7 +89,7 @@ const PROMPT_WORDS = 2000; // ~2k tokens in sim-engine's tokenizer (one per word
 const MAX_TOKENS = 16;
 const MODEL = 'm';
 const PROFILE = 'l4-llama-3.1-8b';
-const ENGINE_ARGS = ['--engine', 'vllm', '--served-model-name', MODEL, '--profile', PROFILE, '--prefix-cache', '--output-tokens', String(MAX_TOKENS), '--output-jitter', '0'];
+const ENGINE_ARGS = ['--engine', 'vllm', '--served-model-name', MODEL, '--profile', PROFILE, '--prefix-cache', '--output-tokens', String(MAX_TOKENS), '--output-jitter', String(OUTPUT_JITTER)];
 
 /**
  * Deterministic pseudo-random words (xorshift), so every run sends the same prompts: 3 to 6
@@ -420,7 +425,7 @@ async function churnSection(dir: string): Promise<void> {
       '',
       machineLine(os.cpus(), os.totalmem()),
       '',
-      `Setup: 9 sim-engine replicas (vLLM flavour, --profile ${PROFILE}: Llama 3.1 8B on one L4, prefix cache on, ${MAX_TOKENS} output tokens); the router${ROUTER_COUNTS.some((n) => n > 1) ? 's follow' : ' follows'} a controller's watch stream (a fake controller on the real RouterService contract) that first lists r0..r7 and, ${Math.floor(CHURN_SECONDS / 2)} s into a ${CHURN_SECONDS} s run, removes r3 and adds r8 (cold cache). ${CLIENTS} streaming clients in a closed loop run the shared workload (${SYSTEM_PROMPTS} system prompts of ~${PROMPT_WORDS} tokens, conversations of ${TURNS} turns) for the whole run. Hit rate = the engines' summed vllm:prefix_cache_hits_total ÷ queries_total over the window, sampled every second. "Recovered within" = the end of the first 5 s window after the change whose hit rate is within 5 points of the 20 s before it.`,
+      `Setup: 9 sim-engine replicas (vLLM flavour, --profile ${PROFILE}: Llama 3.1 8B on one L4, prefix cache on, ${MAX_TOKENS} output tokens${OUTPUT_JITTER > 0 ? ` ± ${Math.round(OUTPUT_JITTER * 100)} %` : ''}); the router${ROUTER_COUNTS.some((n) => n > 1) ? 's follow' : ' follows'} a controller's watch stream (a fake controller on the real RouterService contract) that first lists r0..r7 and, ${Math.floor(CHURN_SECONDS / 2)} s into a ${CHURN_SECONDS} s run, removes r3 and adds r8 (cold cache). ${CLIENTS} streaming clients in a closed loop run the shared workload (${SYSTEM_PROMPTS} system prompts of ~${PROMPT_WORDS} tokens, conversations of ${TURNS} turns) for the whole run. Hit rate = the engines' summed vllm:prefix_cache_hits_total ÷ queries_total over the window, sampled every second. "Recovered within" = the end of the first 5 s window after the change whose hit rate is within 5 points of the 20 s before it.`,
       '',
       [`| ${rows[0].join(' | ')} |`, `|${rows[0].map(() => '---').join('|')}|`, ...rows.slice(1).map((r) => `| ${r.join(' | ')} |`)].join('\n'),
     ].join('\n'),
@@ -475,7 +480,7 @@ async function matrixSection(dir: string): Promise<void> {
       '',
       machineLine(os.cpus(), os.totalmem()),
       '',
-      `Setup: 8 sim-engine replicas (vLLM flavour, --profile ${PROFILE}: Llama 3.1 8B on one L4, i.e. prefill 3500 tok/s, decode 15 tok/s, 30,720 KV tokens; tools/sim-engine/README.md, "Calibration"; prefix cache on, ${MAX_TOKENS} output tokens) behind ${several ? `${ROUTER_COUNTS.join(' or ')} llmgw-routers (each with the same static config, sharing nothing; client i sends to router i mod N)` : 'one llmgw-router'} (scrapes every 200 ms), fresh engines and routers for every run. ${CLIENTS} streaming clients in a closed loop for ${RUN_SECONDS} s, each running conversations of ${TURNS} turns (each turn resends the conversation so far); everything is measured over the last ${RUN_SECONDS - WARMUP_SECONDS} s only (requests sent after a ${WARMUP_SECONDS} s warm-up that fills the caches, the same for every policy), and "requests" counts those. Workloads: shared = ${SYSTEM_PROMPTS} system prompts of ~${PROMPT_WORDS} tokens; random = a fresh ~${PROMPT_WORDS}-token prompt every request; hot = half the conversations on one system prompt. TTFT = time to the first content chunk at the client. Hit rate = vllm:prefix_cache_hits_total ÷ vllm:prefix_cache_queries_total summed over the engines. max/mean running = the busiest replica's average running sequences over the mean of all replicas' averages (sampled every 50 ms). Ratios "vs RR" are round-robin's value (behind ${ROUTER_COUNTS[0]} router${ROUTER_COUNTS[0] > 1 ? 's' : ''}) ÷ this row's (above 1 = better). Round-robin here is the router's round-robin policy; prefix-only is prefix-affinity with ε = ${PREFIX_ONLY_EPSILON}, the largest the catalog accepts, so its load cap never binds here (affinity without the guard). Engines, routers and clients share the machine's cores, so TTFT moves between runs with whatever else runs; hit rate and max/mean running move less. Churn has its own section.`,
+      `Setup: 8 sim-engine replicas (vLLM flavour, --profile ${PROFILE}: Llama 3.1 8B on one L4, i.e. prefill 3500 tok/s, decode 15 tok/s, 30,720 KV tokens; tools/sim-engine/README.md, "Calibration"; prefix cache on, ${MAX_TOKENS} output tokens${OUTPUT_JITTER > 0 ? ` ± ${Math.round(OUTPUT_JITTER * 100)} %` : ''}) behind ${several ? `${ROUTER_COUNTS.join(' or ')} llmgw-routers (each with the same static config, sharing nothing; client i sends to router i mod N)` : 'one llmgw-router'} (scrapes every 200 ms), fresh engines and routers for every run. ${CLIENTS} streaming clients in a closed loop for ${RUN_SECONDS} s, each running conversations of ${TURNS} turns (each turn resends the conversation so far); everything is measured over the last ${RUN_SECONDS - WARMUP_SECONDS} s only (requests sent after a ${WARMUP_SECONDS} s warm-up that fills the caches, the same for every policy), and "requests" counts those. Workloads: shared = ${SYSTEM_PROMPTS} system prompts of ~${PROMPT_WORDS} tokens; random = a fresh ~${PROMPT_WORDS}-token prompt every request; hot = half the conversations on one system prompt. TTFT = time to the first content chunk at the client. Hit rate = vllm:prefix_cache_hits_total ÷ vllm:prefix_cache_queries_total summed over the engines. max/mean running = the busiest replica's average running sequences over the mean of all replicas' averages (sampled every 50 ms). Ratios "vs RR" are round-robin's value (behind ${ROUTER_COUNTS[0]} router${ROUTER_COUNTS[0] > 1 ? 's' : ''}) ÷ this row's (above 1 = better). Round-robin here is the router's round-robin policy; prefix-only is prefix-affinity with ε = ${PREFIX_ONLY_EPSILON}, the largest the catalog accepts, so its load cap never binds here (affinity without the guard). Engines, routers and clients share the machine's cores, so TTFT moves between runs with whatever else runs; hit rate and max/mean running move less. Churn has its own section.`,
       '',
       table,
     ].join('\n'),
