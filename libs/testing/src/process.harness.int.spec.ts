@@ -1,6 +1,8 @@
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { processExists, spawnedCount, spawnProcess, stopAllSpawned, type SpawnedProcess } from './process.harness';
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { killProcessesMentioning, processExists, spawnedCount, spawnProcess, stopAllSpawned, type SpawnedProcess } from './process.harness';
 import { runTsEntry } from './repo-paths';
 import { waitFor } from './wait-for';
 
@@ -149,5 +151,29 @@ describe('spawnProcess', () => {
     expect(await parent.stop('SIGTERM', 5_000)).toEqual({ code: null, signal: 'SIGTERM' });
     await expectGone(Number(orphan));
     await expectGone(Number(orphanChild));
+  });
+});
+
+describe('killProcessesMentioning', () => {
+  it('kills the detached processes whose command line names the token, and no other', async () => {
+    const token = `llmgw-test-${randomBytes(6).toString('hex')}`;
+    const start = (arg: string): number => {
+      const child = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)', arg], { detached: true, stdio: 'ignore' });
+      child.unref();
+      return child.pid as number;
+    };
+    const named = [start(`/tmp/${token}/a`), start(`--model=/tmp/${token}/b`)];
+    const other = start('/tmp/llmgw-test-someone-else');
+    try {
+      await waitFor(() => [...named, other].every((pid) => processExists(pid)));
+      const killed = killProcessesMentioning(token);
+      expect(killed.sort()).toEqual([...named].sort());
+      for (const pid of named) await expectGone(pid);
+      expect(processExists(other)).toBe(true);
+      expect(() => killProcessesMentioning('/tmp')).toThrow(/too short/);
+    } finally {
+      process.kill(other, 'SIGKILL');
+      for (const pid of named) if (processExists(pid)) process.kill(pid, 'SIGKILL');
+    }
   });
 });

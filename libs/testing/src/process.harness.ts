@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { waitFor } from './wait-for';
 
 /** How a process exited: `code` when it exited, `signal` when a signal ended it. */
@@ -349,4 +349,33 @@ function installExitHook(): void {
       process.kill(process.pid, signal);
     });
   }
+}
+
+/**
+ * Sends SIGKILL to every process of this user whose command line contains `text` (a test's own
+ * temporary directory, say), except this process; returns their pids. For processes a test
+ * started only indirectly and that outlive their parent by design: the engines of an agent the
+ * test stopped or killed are detached, and nothing else would end them.
+ */
+export function killProcessesMentioning(text: string): number[] {
+  if (text.length < 8) throw new Error(`killProcessesMentioning: "${text}" is too short to name only a test's own processes`);
+  const killed: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    const pid = Number(entry);
+    if (!Number.isInteger(pid) || pid <= 0 || pid === process.pid) continue;
+    let cmdline: string;
+    try {
+      cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').join(' ');
+    } catch {
+      continue; // gone meanwhile, or not ours to read
+    }
+    if (!cmdline.includes(text)) continue;
+    try {
+      process.kill(pid, 'SIGKILL');
+      killed.push(pid);
+    } catch {
+      // Gone meanwhile, or another user's.
+    }
+  }
+  return killed;
 }

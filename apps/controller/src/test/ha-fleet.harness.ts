@@ -6,7 +6,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openStore } from '@llmgw/store';
-import { freePort, inheritedTestEnv, postgresBackend, runTsEntry, spawnProcess, waitFor, type SpawnedProcess } from '@llmgw/testing';
+import { freePort, inheritedTestEnv, killProcessesMentioning, postgresBackend, runTsEntry, spawnProcess, waitFor, type SpawnedProcess } from '@llmgw/testing';
 import { parseOwner } from '../leadership/advertised-lease.store';
 import { startAgent } from './agent-process.harness';
 import { catalogFile, startController, type TestController } from './controller.harness';
@@ -171,6 +171,9 @@ export async function startFleet(options: FleetOptions, cleanups: Cleanups): Pro
   // 2. Agents and routers, each knowing both controllers (agents at their default reconnect settings).
   const nodes = Array.from({ length: agents }, (_, i) => `node-${i + 1}`);
   const agentEnv = { LLMGW_AGENT_FAKE_GPUS: `${options.gpusPerAgent ?? 1}xH100-80GB`, LLMGW_AGENT_RECONNECT_MIN: '500ms', LLMGW_AGENT_RECONNECT_MAX: '30s' };
+  // Engines outlive their agent by design (detached), so stopping or killing an agent leaves its
+  // engines running; they are ended after the agents, by the fleet's directory in their argv.
+  cleanups.push(() => void killProcessesMentioning(root));
   const agentProcs = await Promise.all(nodes.map((id) => startAgent(id, `${a},${b}`, root, { env: agentEnv })));
   cleanups.push(() => Promise.all(agentProcs.map((x) => x.stop('SIGTERM', 10_000))));
   const started = await spawnRouters(routers, (i) => (i % 2 === 0 ? `${b},${a}` : `${a},${b}`), cleanups);
