@@ -218,9 +218,11 @@ describe('chooseByAffinity (the load guard)', () => {
     const withAwaiting = (n: Record<string, number>): Candidate[] => cs.map((c) => ({ ...c, awaitingOutput: n[c.id] ?? 0 }));
     // ε = 1 leaves every replica here under both caps, so only the two choices decide.
     // Equal: the home keeps it.
-    expect(chooseByAffinity(key, withAwaiting({ [home.id]: 1, [runnerUp.id]: 1 }), 1)).toMatchObject({ chosen: { id: home.id }, rank: 0, deflectedFrom: [] });
+    const tie = chooseByAffinity(key, withAwaiting({ [home.id]: 1, [runnerUp.id]: 1 }), 1);
+    expect(tie).toMatchObject({ chosen: { id: home.id }, rank: 0, deflectedFrom: [] });
+    expect(tie?.busier).toBeUndefined();
     // The home has a request in prefill and the runner-up none: the runner-up.
-    expect(chooseByAffinity(key, withAwaiting({ [home.id]: 1 }), 1)).toMatchObject({ chosen: { id: runnerUp.id }, rank: 1, deflectedFrom: [home.id] });
+    expect(chooseByAffinity(key, withAwaiting({ [home.id]: 1 }), 1)).toMatchObject({ chosen: { id: runnerUp.id }, rank: 1, deflectedFrom: [home.id], busier: home.id });
     // Both busy and the third idle: still one of the first two, never a third replica that holds nothing of the prefix.
     expect(chooseByAffinity(key, withAwaiting({ [home.id]: 2, [runnerUp.id]: 1 }), 1)!.chosen.id).toBe(runnerUp.id);
     expect(chooseByAffinity(key, withAwaiting({ [home.id]: 1, [runnerUp.id]: 1, [third.id]: 0 }), 1)!.chosen.id).toBe(home.id);

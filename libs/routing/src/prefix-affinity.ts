@@ -263,6 +263,8 @@ export interface AffinityChoice<C extends Candidate> {
   readonly cap: number;
   /** The cap on average load (see averageCap). */
   readonly averageCap: number;
+  /** Set when `chosen` is the key's runner-up by the two choices: the id of the first replica under both caps, passed over for having more of this router's requests awaiting output. */
+  readonly busier?: string;
 }
 
 /**
@@ -305,8 +307,10 @@ export function chooseByAffinity<C extends Candidate>(
     // its prefix, and a request no longer queues behind another's prefill while the runner-up is free.
     const offset = order.slice(first + 1).findIndex(underBoth);
     const second = offset >= 0 ? first + 1 + offset : -1;
-    const rank = second >= 0 && awaitingOf(order[second]) < awaitingOf(order[first]) ? second : first;
-    return { chosen: order[rank], rank, deflectedFrom: passedOver(rank), cap, averageCap: avgCap };
+    if (second >= 0 && awaitingOf(order[second]) < awaitingOf(order[first])) {
+      return { chosen: order[second], rank: second, deflectedFrom: passedOver(second), cap, averageCap: avgCap, busier: order[first].id };
+    }
+    return { chosen: order[first], rank: first, deflectedFrom: passedOver(first), cap, averageCap: avgCap };
   }
   for (let rank = 0; rank < order.length; rank++) {
     const c = order[rank];

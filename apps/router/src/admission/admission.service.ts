@@ -248,7 +248,7 @@ export class AdmissionService implements LeaseIssuer {
       const a = chooseByAffinity(how.key.hash, eligible as readonly RoutedCandidate[], how.epsilon ?? 0, (c) => isSaturated(c, thresholds));
       if (a !== undefined) {
         chosen = a.chosen;
-        reason = { policy: 'prefix-affinity', rank: a.rank, deflectedFrom: a.deflectedFrom, cap: a.cap, averageCap: a.averageCap, blocks: how.key.blocks };
+        reason = { policy: 'prefix-affinity', rank: a.rank, deflectedFrom: a.deflectedFrom, cap: a.cap, averageCap: a.averageCap, blocks: how.key.blocks, ...(a.busier !== undefined && { busier: a.busier }) };
       } else {
         reason = { policy: 'least-load', fallback: 'all-saturated' };
       }

@@ -3,12 +3,21 @@ import type { EndpointState } from '../endpoints/endpoint.state';
 /**
  * Why an endpoint was chosen, for metrics and the debug header. `prefix-affinity` with `rank` 0
  * is a hit (the prefix's home replica); a higher rank is a miss after `deflectedFrom` were
- * passed over by the guard. `fallback` says why a prefix-affinity request was chosen by load:
+ * passed over by the guard (or, `busier`, by the two choices). `fallback` says why a prefix-affinity request was chosen by load:
  * no prompt to key on, or every replica saturated.
  */
 export type ChoiceReason =
   | { readonly policy: 'least-load' | 'round-robin' | 'only-candidate' }
-  | { readonly policy: 'prefix-affinity'; readonly rank: number; readonly deflectedFrom: readonly string[]; readonly cap: number; readonly averageCap: number; readonly blocks: number }
+  | {
+      readonly policy: 'prefix-affinity';
+      readonly rank: number;
+      readonly deflectedFrom: readonly string[];
+      readonly cap: number;
+      readonly averageCap: number;
+      readonly blocks: number;
+      /** The key's first replica under both caps, passed over for more requests awaiting output (libs/routing AffinityChoice.busier). */
+      readonly busier?: string;
+    }
   | { readonly policy: 'least-load'; readonly fallback: 'no-prefix' | 'all-saturated' };
 
 /** What a lease needs from admission: the time, and a way to let the model's queue move when a slot frees. */
