@@ -42,6 +42,21 @@ describe('ProcessTreeTracker on a fake /proc', () => {
     writeFileSync(join(dir, String(pid), 'stat'), stat(pid, 'p', ppid, start, state));
   };
 
+  it('sees a known process as it is now: renamed by an exec, in a group of its own after setsid', () => {
+    put(200, 1, '5');
+    put(201, 200, '6'); // seen between fork and exec: still named and grouped like its parent
+    writeFileSync(join(dir, '201', 'stat'), stat(201, 'node', 200, '6').replace('S 200 201 201', 'S 200 200 200'));
+    const tracker = new ProcessTreeTracker(dir);
+    tracker.addRoot(200);
+    tracker.refresh();
+    expect(tracker.alive().find((p) => p.pid === 201)).toMatchObject({ comm: 'node', pgrp: 200 });
+    writeFileSync(join(dir, '201', 'stat'), stat(201, 'sleep', 200, '6'));
+    tracker.refresh();
+    expect(tracker.alive().find((p) => p.pid === 201)).toMatchObject({ comm: 'sleep', pgrp: 201 });
+    rmSync(join(dir, '200'), { recursive: true });
+    rmSync(join(dir, '201'), { recursive: true });
+  });
+
   it('keeps knowing an orphaned grandchild, and forgets a pid reused by another process', () => {
     put(100, 1, '5'); // the launched app
     put(101, 100, '6'); // an engine it started

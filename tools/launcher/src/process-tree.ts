@@ -135,6 +135,13 @@ export class ProcessTreeTracker {
     const table = readProcessTable(this.procDir);
     const seeds = [...this.#roots, ...[...this.#known.values()].filter((k) => table.get(k.pid)?.startTime === k.startTime).map((k) => k.pid)];
     for (const info of descendantsOf(table, seeds)) this.#known.set(info.pid, info);
+    // Known processes as they are now, while they are the same process (same start time): an exec
+    // renames one, setsid moves it to its own group. descendantsOf leaves its seeds out, so a
+    // process first seen between fork and exec would otherwise keep its parent's name for good.
+    for (const [pid, known] of this.#known) {
+      const now = table.get(pid);
+      if (now !== undefined && now.startTime === known.startTime) this.#known.set(pid, now);
+    }
     for (const pid of this.#roots) {
       const info = table.get(pid);
       if (info) this.#known.set(pid, info);
