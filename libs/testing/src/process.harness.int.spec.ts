@@ -158,7 +158,8 @@ describe('killProcessesMentioning', () => {
   it('kills the detached processes whose command line names the token, and no other', async () => {
     const token = `llmgw-test-${randomBytes(6).toString('hex')}`;
     const start = (arg: string): number => {
-      const child = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)', arg], { detached: true, stdio: 'ignore' });
+      // `--`: without it Node reads an argument like --model=... as an option of its own and exits.
+      const child = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)', '--', arg], { detached: true, stdio: 'ignore' });
       child.unref();
       return child.pid as number;
     };
