@@ -12,6 +12,37 @@ export function percentile(samples: readonly number[], p: number): number {
   return sorted[rank];
 }
 
+/**
+ * A distribution-free confidence interval for the p-th percentile (0..100) of the population the
+ * samples come from: the order statistics that hold it with probability ≥ `confidence`, from the
+ * exact binomial distribution of how many samples fall below it. A bound the samples cannot give
+ * (too few samples beyond the percentile, e.g. p99 of a few hundred) is undefined: the percentile
+ * is not pinned down on that side. Treats the samples as independent, which a closed loop's are
+ * not quite, so read it as the least uncertainty there is.
+ */
+export function percentileInterval(samples: readonly number[], p: number, confidence = 0.95): { lower?: number; upper?: number } {
+  const n = samples.length;
+  if (n === 0 || !(p > 0 && p < 100) || !(confidence > 0 && confidence < 1)) return {};
+  const q = p / 100;
+  const tail = (1 - confidence) / 2;
+  // cdf[k] = P(B ≤ k) for B ~ Binomial(n, q), summed in log space so no term underflows early.
+  const cdf: number[] = [];
+  let logChoose = 0;
+  let sum = 0;
+  for (let k = 0; k <= n; k++) {
+    if (k > 0) logChoose += Math.log((n - k + 1) / k);
+    sum += Math.exp(logChoose + k * Math.log(q) + (n - k) * Math.log1p(-q));
+    cdf.push(Math.min(1, sum));
+  }
+  const sorted = [...samples].sort((a, b) => a - b);
+  // lower = x(l), the largest rank l with P(B ≤ l − 1) ≤ tail; upper = x(u), the smallest u with P(B ≤ u − 1) ≥ 1 − tail.
+  let l = 0;
+  while (l < n && cdf[l] <= tail) l++;
+  let u = 1;
+  while (u <= n && cdf[u - 1] < 1 - tail) u++;
+  return { ...(l >= 1 && { lower: sorted[l - 1] }), ...(u <= n && { upper: sorted[u - 1] }) };
+}
+
 /** Prints rows (the first is the header) as aligned columns on stdout. */
 export function printTable(rows: readonly (readonly string[])[]): void {
   const widths = rows[0].map((_, c) => Math.max(...rows.map((r) => (r[c] ?? '').length)));

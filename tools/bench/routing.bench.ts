@@ -31,7 +31,7 @@ import { parseArgs } from 'node:util';
 import { EngineKind, RoutingPolicy, type EndpointSnapshot } from '@llmgw/proto';
 import { inheritedTestEnv, runTsEntry, spawnProcess, stopAllSpawned, useTestPki, waitFor, type SpawnedProcess } from '@llmgw/testing';
 import { FakeController } from '../../apps/router/src/test/router.harness';
-import { machineLine, percentile, printTable, writeSection } from './bench-report';
+import { machineLine, percentile, percentileInterval, printTable, writeSection } from './bench-report';
 
 const { values: args } = parseArgs({
   options: {
@@ -433,8 +433,13 @@ async function churnSection(dir: string): Promise<void> {
   process.stdout.write(`wrote ${path}\n`);
 }
 
+/** A percentile's confidence interval as text: "lower–upper", a missing bound as "?" (the samples cannot give it). */
+function intervalText(i: { lower?: number; upper?: number }): string {
+  return `${i.lower?.toFixed(0) ?? '?'}–${i.upper?.toFixed(0) ?? '?'}`;
+}
+
 async function matrixSection(dir: string): Promise<void> {
-  const rows: string[][] = [['workload', 'policy', 'routers', 'requests', 'mean TTFT ms', 'p50 ms', 'p99 ms', 'mean vs RR', 'p99 vs RR', 'output tok/s', 'cache hit rate', 'max/mean running']];
+  const rows: string[][] = [['workload', 'policy', 'routers', 'requests', 'mean TTFT ms', 'p50 ms', 'p99 ms', 'p99 95 % CI ms', 'mean vs RR', 'p99 vs RR', 'output tok/s', 'cache hit rate', 'max/mean running']];
   try {
     for (const workload of WORKLOADS.filter((w) => w !== 'churn')) {
       let base: { mean: number; p99: number } | undefined;
@@ -453,6 +458,7 @@ async function matrixSection(dir: string): Promise<void> {
             mean.toFixed(1),
             percentile(r.ttft, 50).toFixed(1),
             p99.toFixed(1),
+            intervalText(percentileInterval(r.ttft, 99)),
             vs(mean, base?.mean),
             vs(p99, base?.p99),
             r.tokensPerSecond.toFixed(0),
@@ -480,7 +486,7 @@ async function matrixSection(dir: string): Promise<void> {
       '',
       machineLine(os.cpus(), os.totalmem()),
       '',
-      `Setup: 8 sim-engine replicas (vLLM flavour, --profile ${PROFILE}: Llama 3.1 8B on one L4, i.e. prefill 3500 tok/s, decode 15 tok/s, 30,720 KV tokens; tools/sim-engine/README.md, "Calibration"; prefix cache on, ${MAX_TOKENS} output tokens${OUTPUT_JITTER > 0 ? ` ± ${Math.round(OUTPUT_JITTER * 100)} %` : ''}) behind ${several ? `${ROUTER_COUNTS.join(' or ')} llmgw-routers (each with the same static config, sharing nothing; client i sends to router i mod N)` : 'one llmgw-router'} (scrapes every 200 ms), fresh engines and routers for every run. ${CLIENTS} streaming clients in a closed loop for ${RUN_SECONDS} s, each running conversations of ${TURNS} turns (each turn resends the conversation so far); everything is measured over the last ${RUN_SECONDS - WARMUP_SECONDS} s only (requests sent after a ${WARMUP_SECONDS} s warm-up that fills the caches, the same for every policy), and "requests" counts those. Workloads: shared = ${SYSTEM_PROMPTS} system prompts of ~${PROMPT_WORDS} tokens; random = a fresh ~${PROMPT_WORDS}-token prompt every request; hot = half the conversations on one system prompt. TTFT = time to the first content chunk at the client. Hit rate = vllm:prefix_cache_hits_total ÷ vllm:prefix_cache_queries_total summed over the engines. max/mean running = the busiest replica's average running sequences over the mean of all replicas' averages (sampled every 50 ms). Ratios "vs RR" are round-robin's value (behind ${ROUTER_COUNTS[0]} router${ROUTER_COUNTS[0] > 1 ? 's' : ''}) ÷ this row's (above 1 = better). Round-robin here is the router's round-robin policy; prefix-only is prefix-affinity with ε = ${PREFIX_ONLY_EPSILON}, the largest the catalog accepts, so its load cap never binds here (affinity without the guard). Engines, routers and clients share the machine's cores, so TTFT moves between runs with whatever else runs; hit rate and max/mean running move less. Churn has its own section.`,
+      `Setup: 8 sim-engine replicas (vLLM flavour, --profile ${PROFILE}: Llama 3.1 8B on one L4, i.e. prefill 3500 tok/s, decode 15 tok/s, 30,720 KV tokens; tools/sim-engine/README.md, "Calibration"; prefix cache on, ${MAX_TOKENS} output tokens${OUTPUT_JITTER > 0 ? ` ± ${Math.round(OUTPUT_JITTER * 100)} %` : ''}) behind ${several ? `${ROUTER_COUNTS.join(' or ')} llmgw-routers (each with the same static config, sharing nothing; client i sends to router i mod N)` : 'one llmgw-router'} (scrapes every 200 ms), fresh engines and routers for every run. ${CLIENTS} streaming clients in a closed loop for ${RUN_SECONDS} s, each running conversations of ${TURNS} turns (each turn resends the conversation so far); everything is measured over the last ${RUN_SECONDS - WARMUP_SECONDS} s only (requests sent after a ${WARMUP_SECONDS} s warm-up that fills the caches, the same for every policy), and "requests" counts those. Workloads: shared = ${SYSTEM_PROMPTS} system prompts of ~${PROMPT_WORDS} tokens; random = a fresh ~${PROMPT_WORDS}-token prompt every request; hot = half the conversations on one system prompt. TTFT = time to the first content chunk at the client. "p99 95 % CI" is the range of requests' TTFTs that holds the true p99 with 95 % confidence (exact binomial order statistics; "?" where there are too few requests beyond the p99 to bound it): two p99s whose ranges overlap are not shown to differ. Hit rate = vllm:prefix_cache_hits_total ÷ vllm:prefix_cache_queries_total summed over the engines. max/mean running = the busiest replica's average running sequences over the mean of all replicas' averages (sampled every 50 ms). Ratios "vs RR" are round-robin's value (behind ${ROUTER_COUNTS[0]} router${ROUTER_COUNTS[0] > 1 ? 's' : ''}) ÷ this row's (above 1 = better). Round-robin here is the router's round-robin policy; prefix-only is prefix-affinity with ε = ${PREFIX_ONLY_EPSILON}, the largest the catalog accepts, so its load cap never binds here (affinity without the guard). Engines, routers and clients share the machine's cores, so TTFT moves between runs with whatever else runs; hit rate and max/mean running move less. Churn has its own section.`,
       '',
       table,
     ].join('\n'),
