@@ -13,7 +13,7 @@
 //        [--prompt-tokens 2000] [--epsilon 0.25] [--scrape-ms 200] [--overhead-ms 5] [--output-jitter 0]
 import { parseArgs } from 'node:util';
 import type { Clock } from '@llmgw/domain';
-import { buildScorers, chooseByAffinity, DEFAULT_SCORER_WEIGHTS, EndpointPicker, guardLoad, LoadAverage, RoundRobin, type Candidate } from '@llmgw/routing';
+import { buildScorers, chooseByAffinity, DEFAULT_SCORER_WEIGHTS, EndpointPicker, guardLoad, LoadAverage, RecentKeys, RoundRobin, type Candidate } from '@llmgw/routing';
 import { SeededRng } from '@llmgw/testing';
 import { BatchScheduler } from '../sim-engine/src/batch.scheduler';
 import { PROFILES } from '../sim-engine/src/cli.parser';
@@ -110,11 +110,12 @@ function simulate(policy: string, workload: string, seed: number): Result {
     inFlightAtScrape: scraped[i].inFlight,
   });
   const candidates = (): Candidate[] => engines.map((_, i) => ({ ...candidate(i), averageLoad: loadAverages[i].read(now) }));
+  const recentKeys = new RecentKeys();
   const choose = (key: number): number => {
     const cs = candidates();
     if (policy === 'round-robin') return roundRobin.choose(engines.map((_, i) => i));
     if (policy !== 'least-load') {
-      const a = chooseByAffinity(key, cs, epsilon);
+      const a = chooseByAffinity(key, cs, epsilon, undefined, !recentKeys.placed(key));
       if (a !== undefined) return Number(a.chosen.id.slice(1));
     }
     const r = picker.pick({ model: 'm' }, cs);

@@ -117,7 +117,7 @@ export class RouterCore {
       refused: (model, reason) => this.metrics.admissionRejections.inc({ model, reason }),
       chose: (model, _state, reason) => {
         if (reason.policy === 'prefix-affinity') {
-          this.metrics.prefixAffinity.inc([model, reason.rank === 0 ? 'hit' : 'miss']);
+          this.metrics.prefixAffinity.inc([model, reason.cold === true ? 'cold' : reason.rank === 0 ? 'hit' : 'miss']);
           this.metrics.prefixDepth.observe([model], reason.blocks);
           if (reason.deflectedFrom.length > 0) this.metrics.prefixDeflections.inc([model], reason.deflectedFrom.length);
         } else if ('fallback' in reason) {

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { Candidate } from './candidate';
-import { averageCap, chooseByAffinity, fnv1aUtf8, guardLoad, loadCap, policyFor, prefixAffinityParams, prefixKey, renderPromptPrefix, rendezvousOrder, requestPrefixKey, RoundRobin } from './prefix-affinity';
+import { averageCap, chooseByAffinity, fnv1aUtf8, guardLoad, loadCap, policyFor, prefixAffinityParams, prefixKey, RecentKeys, renderPromptPrefix, rendezvousOrder, requestPrefixKey, RoundRobin } from './prefix-affinity';
 
 const cand = (id: string, over: Partial<Candidate> = {}): Candidate => ({
   id,
@@ -228,6 +228,49 @@ describe('chooseByAffinity (the load guard)', () => {
     expect(chooseByAffinity(key, withAwaiting({ [home.id]: 1, [runnerUp.id]: 1, [third.id]: 0 }), 1)!.chosen.id).toBe(home.id);
   });
 
+  it('sends a cold key where its prefill starts soonest: the fewest awaiting output under both caps, then the fewest in flight, then the earliest in its order', () => {
+    const cs = replicas(8).map((c) => ({ ...c, load: { running: 2, waiting: 0 }, inFlight: 2, inFlightAtScrape: 2, averageLoad: 2 }));
+    const key = 4242;
+    const order = rendezvousOrder(key, cs);
+    const withAwaiting = (n: Record<string, number>): Candidate[] => cs.map((c) => ({ ...c, awaitingOutput: n[c.id] ?? 0 }));
+    // The first two busy, the rest idle: the third in the order (a warm key stays with the first two).
+    const busy = withAwaiting({ [order[0].id]: 1, [order[1].id]: 1 });
+    expect(chooseByAffinity(key, busy, 1, undefined, true)).toMatchObject({ chosen: { id: order[2].id }, rank: 2, cold: true, busier: order[0].id });
+    expect(chooseByAffinity(key, busy, 1)).toMatchObject({ chosen: { id: order[0].id } });
+    expect(chooseByAffinity(key, busy, 1)?.cold).toBeUndefined();
+    // As free of prefills, the one sharing its decode steps with fewer of this router's requests.
+    const decoding = withAwaiting({}).map((c) => (c.id === order[4].id ? { ...c, inFlight: 1 } : c));
+    expect(chooseByAffinity(key, decoding, 1, undefined, true)).toMatchObject({ chosen: { id: order[4].id }, rank: 4, cold: true });
+    // All equal: the home, as for a warm key.
+    const idle = chooseByAffinity(key, withAwaiting({}), 1, undefined, true);
+    expect(idle).toMatchObject({ chosen: { id: order[0].id }, rank: 0, deflectedFrom: [], cold: true });
+    expect(idle?.busier).toBeUndefined();
+  });
+
+  it('for a cold key, chooses under both caps with the fewest awaiting output, then the fewest in flight, then the first in the order (or as for a warm key when none is under both)', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 0, max: 0xffffffff }), fc.array(candidateArb, { minLength: 1, maxLength: 12 }), fc.double({ min: 0.01, max: 3, noNaN: true }), (key, rows, epsilon) => {
+        const cs = build(rows);
+        const choice = chooseByAffinity(key, cs, epsilon, undefined, true)!;
+        const cap = loadCap(cs.map(guardLoad), epsilon);
+        const avgCap = averageCap(cs.map((c) => c.averageLoad ?? guardLoad(c)), epsilon);
+        const underBoth = (c: Candidate): boolean => guardLoad(c) < cap && (c.averageLoad ?? guardLoad(c)) <= avgCap;
+        const order = rendezvousOrder(key, cs);
+        const eligible = order.filter(underBoth);
+        const awaiting = (c: Candidate): number => c.awaitingOutput ?? 0;
+        if (eligible.length === 0) {
+          expect(choice.chosen).toBe(order.find((c) => guardLoad(c) < cap));
+          return;
+        }
+        const fewest = Math.min(...eligible.map(awaiting));
+        const fewestInFlight = Math.min(...eligible.filter((c) => awaiting(c) === fewest).map((c) => c.inFlight));
+        expect(choice.chosen).toBe(eligible.find((c) => awaiting(c) === fewest && c.inFlight === fewestInFlight));
+        expect(guardLoad(choice.chosen)).toBeLessThan(cap);
+        expect(choice.rank).toBe(order.indexOf(choice.chosen));
+      }),
+    );
+  });
+
   it('counts a request waiting for its first output twice: a prefill delays whoever comes next', () => {
     expect(guardLoad(cand('a', { inFlight: 3, awaitingOutput: 2, load: { running: 3, waiting: 0 }, inFlightAtScrape: 3 }))).toBe(5);
     expect(guardLoad(cand('a', { inFlight: 3 }))).toBe(3);
@@ -287,5 +330,29 @@ describe('policyFor', () => {
   it('fills the parameters the catalog left out with the defaults', () => {
     expect(prefixAffinityParams(undefined)).toEqual({ blockChars: 256, maxBlocks: 32, epsilon: 0.25 });
     expect(prefixAffinityParams({ policy: 'prefix-affinity', prefixAffinity: { epsilon: 0.5 } })).toEqual({ blockChars: 256, maxBlocks: 32, epsilon: 0.5 });
+  });
+});
+
+describe('RecentKeys', () => {
+  it('says a key is cold the first time it is placed and warm after', () => {
+    const keys = new RecentKeys(4);
+    expect(keys.placed(7)).toBe(false);
+    expect(keys.placed(7)).toBe(true);
+    expect(keys.placed(8)).toBe(false);
+    expect(keys.size).toBe(2);
+  });
+
+  it('forgets the least recently placed key past its capacity, and never holds more', () => {
+    const keys = new RecentKeys(3);
+    for (const k of [1, 2, 3]) keys.placed(k);
+    keys.placed(1); // 1 placed again: 2 is now the least recent
+    expect(keys.placed(4)).toBe(false);
+    expect(keys.size).toBe(3);
+    expect(keys.placed(2)).toBe(false); // forgotten (and placed again, which forgets 3)
+    expect(keys.placed(1)).toBe(true);
+    expect(keys.placed(4)).toBe(true);
+    expect(keys.placed(3)).toBe(false);
+    for (let k = 100; k < 10_000; k++) keys.placed(k);
+    expect(keys.size).toBe(3);
   });
 });

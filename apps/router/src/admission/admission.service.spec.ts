@@ -167,7 +167,9 @@ describe('AdmissionService', () => {
       for (let i = 0; i < 3; i++) {
         const a = admission.admit('m', affinity(99));
         if (a instanceof Waiter || !a.ok) throw new Error('expected a lease');
-        expect([a.lease.state.id, a.lease.reason]).toEqual([home, { policy: 'prefix-affinity', rank: 0, deflectedFrom: [], cap: expect.any(Number), averageCap: expect.any(Number), blocks: 3 }]);
+        // The first time this router places the key it is cold (nothing holds it); all replicas idle, it goes home all the same.
+        const cold = i === 0 ? { cold: true } : {};
+        expect([a.lease.state.id, a.lease.reason]).toEqual([home, { policy: 'prefix-affinity', rank: 0, deflectedFrom: [], cap: expect.any(Number), averageCap: expect.any(Number), blocks: 3, ...cold }]);
         a.lease.state.release('success');
       }
     });
@@ -193,7 +195,28 @@ describe('AdmissionService', () => {
       home.lastScrape = { load: { running: 1, waiting: 10 }, at: clock.now(), inFlight: 0 };
       const a = admission.admit('m', affinity(5));
       if (a instanceof Waiter || !a.ok) throw new Error('expected a lease');
-      expect([a.lease.state.id, a.lease.reason]).toEqual([order[1], { policy: 'prefix-affinity', rank: 1, deflectedFrom: [order[0]], cap: expect.any(Number), averageCap: expect.any(Number), blocks: 3 }]);
+      expect([a.lease.state.id, a.lease.reason]).toEqual([order[1], { policy: 'prefix-affinity', rank: 1, deflectedFrom: [order[0]], cap: expect.any(Number), averageCap: expect.any(Number), blocks: 3, cold: true }]);
+    });
+
+    it("sends a key's first request where its prefill starts soonest, and the key's later ones by its order", () => {
+      const { admission, registry } = setup(roomy, many(4));
+      const order = rendezvousOrder(77, registry.endpointsFor('m').map((s) => s.candidate(0))).map((c) => c.id);
+      // This router's requests still awaiting output on the key's first two replicas; ε = 3 keeps
+      // every replica under the load caps, so only the cold rule moves the request.
+      for (const id of order.slice(0, 2)) registry.get(id)!.acquire(0);
+      const roomyAffinity: RouteHow = { ...affinity(77), epsilon: 3 };
+      const first = admission.admit('m', roomyAffinity);
+      if (first instanceof Waiter || !first.ok) throw new Error('expected a lease');
+      expect([first.lease.state.id, first.lease.reason]).toEqual([
+        order[2],
+        { policy: 'prefix-affinity', rank: 2, deflectedFrom: order.slice(0, 2), cap: expect.any(Number), averageCap: expect.any(Number), blocks: 3, busier: order[0], cold: true },
+      ]);
+      first.lease.release('success');
+      // Placed once, the key is warm: the two choices keep it within its first two replicas.
+      const second = admission.admit('m', roomyAffinity);
+      if (second instanceof Waiter || !second.ok) throw new Error('expected a lease');
+      expect(order.slice(0, 2)).toContain(second.lease.state.id);
+      expect(second.lease.reason).not.toHaveProperty('cold');
     });
 
     it('falls back to the load scorers for a prefix-affinity request with no prompt to key on', () => {

@@ -2,6 +2,7 @@ import type { Clock, RoutingPolicyName } from '@llmgw/domain';
 import {
   admit,
   chooseByAffinity,
+  RecentKeys,
   isSaturated,
   retryAfterSeconds,
   RoundRobin,
@@ -113,6 +114,8 @@ class ModelQueue {
 export class AdmissionService implements LeaseIssuer {
   private readonly queues = new Map<string, ModelQueue>();
   private readonly roundRobins = new Map<string, RoundRobin>();
+  /** Per model, the prefix keys this router placed lately: one it has not is cold (libs/routing RecentKeys). */
+  private readonly recentKeys = new Map<string, RecentKeys>();
   private waiting = 0;
   private poller: NodeJS.Timeout | undefined;
 
@@ -245,10 +248,22 @@ export class AdmissionService implements LeaseIssuer {
     let reason: ChoiceReason | undefined;
     if (how.policy === 'prefix-affinity' && how.key !== undefined) {
       const thresholds = this.options.thresholds;
-      const a = chooseByAffinity(how.key.hash, eligible as readonly RoutedCandidate[], how.epsilon ?? 0, (c) => isSaturated(c, thresholds));
+      let recent = this.recentKeys.get(model);
+      if (recent === undefined) this.recentKeys.set(model, (recent = new RecentKeys()));
+      const cold = !recent.placed(how.key.hash);
+      const a = chooseByAffinity(how.key.hash, eligible as readonly RoutedCandidate[], how.epsilon ?? 0, (c) => isSaturated(c, thresholds), cold);
       if (a !== undefined) {
         chosen = a.chosen;
-        reason = { policy: 'prefix-affinity', rank: a.rank, deflectedFrom: a.deflectedFrom, cap: a.cap, averageCap: a.averageCap, blocks: how.key.blocks, ...(a.busier !== undefined && { busier: a.busier }) };
+        reason = {
+          policy: 'prefix-affinity',
+          rank: a.rank,
+          deflectedFrom: a.deflectedFrom,
+          cap: a.cap,
+          averageCap: a.averageCap,
+          blocks: how.key.blocks,
+          ...(a.busier !== undefined && { busier: a.busier }),
+          ...(a.cold && { cold: true }),
+        };
       } else {
         reason = { policy: 'least-load', fallback: 'all-saturated' };
       }

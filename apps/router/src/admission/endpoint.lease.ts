@@ -17,6 +17,8 @@ export type ChoiceReason =
       readonly blocks: number;
       /** The key's first replica under both caps, passed over for more requests awaiting output (libs/routing AffinityChoice.busier). */
       readonly busier?: string;
+      /** The key was cold: this router had not placed it lately, so it went where its prefill starts soonest (libs/routing AffinityChoice.cold). */
+      readonly cold?: true;
     }
   | { readonly policy: 'least-load'; readonly fallback: 'no-prefix' | 'all-saturated' };
 

@@ -132,7 +132,7 @@ export class RouterMetrics implements RequestObserver {
     this.endpointChoices = new FastCounter('llmgw_router_endpoint_choices_total', 'Requests sent to each endpoint (retries included).', ['model', 'endpoint'], registers);
     this.prefixAffinity = new FastCounter(
       'llmgw_router_prefix_affinity_requests_total',
-      "Requests of prefix-affinity models by result: hit = sent to their prefix's home replica; miss = passed on by the load guard, or chosen by load (no prompt to key on, every replica saturated).",
+      "Requests of prefix-affinity models by result: hit = sent to their prefix's home replica; miss = passed on by the load guard or the two choices, or chosen by load (no prompt to key on, every replica saturated); cold = a key this router had not placed lately, sent where its prefill starts soonest.",
       ['model', 'result'],
       registers,
     );

@@ -121,9 +121,11 @@ describe('prefix affinity through the openai client', () => {
       expect(back.replica, back.header).toBe(home);
       expect(back.cached).toBeGreaterThan(0);
 
-      // The router counted it: hits for the turns at home, a miss and a deflection for the move, the key's depth in blocks.
+      // The router counted it: each conversation's first turn as cold (its key new to this router), hits for the later turns at
+      // home, a miss and a deflection for the move, the key's depth in blocks.
       const metrics = await router.metricsRegistry.metrics();
-      expect(sampleValue(metrics, 'llmgw_router_prefix_affinity_requests_total', { model: 'm1', result: 'hit' })).toBeGreaterThanOrEqual(2 * TURNS + 1);
+      expect(sampleValue(metrics, 'llmgw_router_prefix_affinity_requests_total', { model: 'm1', result: 'cold' })).toBe(2);
+      expect(sampleValue(metrics, 'llmgw_router_prefix_affinity_requests_total', { model: 'm1', result: 'hit' })).toBeGreaterThanOrEqual(2 * (TURNS - 1) + 1);
       expect(sampleValue(metrics, 'llmgw_router_prefix_affinity_requests_total', { model: 'm1', result: 'miss' })).toBeGreaterThanOrEqual(1);
       expect(sampleValue(metrics, 'llmgw_router_prefix_affinity_deflections_total', { model: 'm1' })).toBeGreaterThanOrEqual(1);
       expect(sampleValue(metrics, 'llmgw_router_prefix_affinity_depth_blocks_count', { model: 'm1' })).toBeGreaterThanOrEqual(2 * TURNS + 2);

@@ -17,6 +17,12 @@ describe('routeHeader (the opt-in debug header)', () => {
     );
   });
 
+  it('says when the key was cold (not placed by this router lately)', () => {
+    expect(routeHeader('r4', { ...affinity, rank: 3, deflectedFrom: ['r0', 'r1', 'r2'], busier: 'r0', cold: true }, 0)).toBe(
+      'replica=r4; policy=prefix-affinity; rank=3; blocks=8; cap=3; average-cap=2.5; deflected=r0,r1,r2; busier=r0; cold=true',
+    );
+  });
+
   it("says why a prefix-affinity request was chosen by load", () => {
     expect(routeHeader('r3', { policy: 'least-load', fallback: 'all-saturated' }, 0)).toBe('replica=r3; policy=least-load; fallback=all-saturated');
     expect(routeHeader('r3', { policy: 'round-robin' }, 0)).toBe('replica=r3; policy=round-robin');

@@ -33,7 +33,8 @@ export const ROUTE_HEADER = 'x-llmgw-route';
  * The debug header's value: `replica=<id>; policy=<policy>` and, for prefix affinity, the
  * replica's rank in the prefix's rendezvous order (0 = home), the key's depth in blocks, the
  * load cap and the replicas the guard passed over (`busier=` names the one passed over only for
- * having more of this router's requests awaiting output than the key's runner-up); `fallback=` when a prefix-affinity request
+ * having more of this router's requests awaiting output than the one chosen; `cold=true` when the
+ * router had not placed the key lately); `fallback=` when a prefix-affinity request
  * was chosen by load; `retry=<n>` when it is a retry's replica.
  */
 export function routeHeader(replicaId: string, reason: ChoiceReason, retries: number): string {
@@ -42,6 +43,7 @@ export function routeHeader(replicaId: string, reason: ChoiceReason, retries: nu
     v += `; rank=${reason.rank}; blocks=${reason.blocks}; cap=${reason.cap}; average-cap=${Math.round(reason.averageCap * 100) / 100}`;
     if (reason.deflectedFrom.length > 0) v += `; deflected=${reason.deflectedFrom.join(',')}`;
     if (reason.busier !== undefined) v += `; busier=${reason.busier}`;
+    if (reason.cold === true) v += '; cold=true';
   } else if ('fallback' in reason) {
     v += `; fallback=${reason.fallback}`;
   }
