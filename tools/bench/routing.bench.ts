@@ -11,7 +11,7 @@
 // removes one replica and adds a fresh one: how long the hit rate takes to come back).
 // The engines are calibrated to vLLM serving Llama 3.1 8B on one L4 (sim-engine --profile
 // l4-llama-3.1-8b; tools/sim-engine/README.md, "Calibration").
-// Usage: node tools/run.cjs tools/bench/routing.bench.ts [--clients 16] [--turns 4] [--seconds 75] [--warmup 25]
+// Usage: node tools/run.cjs tools/bench/routing.bench.ts [--clients 16] [--turns 4] [--seconds 75] [--random-seconds 200] [--warmup 25]
 //        [--policies round-robin,least-load,prefix-affinity] [--workloads shared,random,hot,churn] [--routers 1]
 //        [--churn-seconds 90] [--epsilon E] [--output-jitter 0] [--no-write]
 // --output-jitter spreads each answer's length (sim-engine's flag: uniformly within ±F of the output
@@ -38,6 +38,7 @@ const { values: args } = parseArgs({
     clients: { type: 'string', default: '16' },
     turns: { type: 'string', default: '4' },
     seconds: { type: 'string', default: '75' },
+    'random-seconds': { type: 'string', default: '200' },
     warmup: { type: 'string', default: '25' },
     policies: { type: 'string', default: 'round-robin,least-load,prefix-only,prefix-affinity' },
     workloads: { type: 'string', default: 'shared,random,hot,churn' },
@@ -51,11 +52,16 @@ const { values: args } = parseArgs({
 const CLIENTS = Number(args.clients);
 const TURNS = Number(args.turns);
 const RUN_SECONDS = Number(args.seconds);
+const RANDOM_SECONDS = Number(args['random-seconds']);
 const WARMUP_SECONDS = Number(args.warmup);
-for (const [name, v, max] of [['clients', CLIENTS, 256], ['turns', TURNS, 20], ['seconds', RUN_SECONDS, 600]] as const) {
+for (const [name, v, max] of [['clients', CLIENTS, 256], ['turns', TURNS, 20], ['seconds', RUN_SECONDS, 600], ['random-seconds', RANDOM_SECONDS, 600]] as const) {
   if (!Number.isInteger(v) || v < 1 || v > max) throw new Error(`--${name}: expected a whole number 1..${max}, got ${v}`);
 }
-if (!Number.isInteger(WARMUP_SECONDS) || WARMUP_SECONDS < 0 || WARMUP_SECONDS >= RUN_SECONDS) throw new Error(`--warmup: expected a whole number of seconds 0..${RUN_SECONDS - 1} (below --seconds), got ${args.warmup}`);
+if (!Number.isInteger(WARMUP_SECONDS) || WARMUP_SECONDS < 0 || WARMUP_SECONDS >= Math.min(RUN_SECONDS, RANDOM_SECONDS)) {
+  throw new Error(`--warmup: expected a whole number of seconds 0..${Math.min(RUN_SECONDS, RANDOM_SECONDS) - 1} (below --seconds and --random-seconds), got ${args.warmup}`);
+}
+/** How long a run of `workload` lasts: the random workload's requests take ~4× as long, so it runs longer for as stable a p99. */
+const secondsOf = (workload: string): number => (workload === 'random' ? RANDOM_SECONDS : RUN_SECONDS);
 const POLICIES = args.policies.split(',');
 const ROUTER_COUNTS = args.routers.split(',').map(Number);
 for (const n of ROUTER_COUNTS) if (!Number.isInteger(n) || n < 1 || n > 8) throw new Error(`--routers: expected router counts 1..8, got ${args.routers}`);
@@ -203,6 +209,7 @@ async function run(dir: string, policy: string, workload: string, routerCount: n
   const routers = await Promise.all(Array.from({ length: routerCount }, (_, i) => startRouter(dir, engines, policy, i)));
   const ttft: number[] = [];
   let tokens = 0;
+  const runSeconds = secondsOf(workload);
   const started = performance.now();
   const elapsedS = (): number => (performance.now() - started) / 1000;
   const counters = async (): Promise<{ hits: number; queries: number }> => {
@@ -228,9 +235,9 @@ async function run(dir: string, policy: string, workload: string, routerCount: n
   })();
   await Promise.all(
     Array.from({ length: CLIENTS }, async (_, client) => {
-      for (let c = 0; elapsedS() < RUN_SECONDS; c++) {
+      for (let c = 0; elapsedS() < runSeconds; c++) {
         const messages: { role: string; content: string }[] = [];
-        for (let turn = 0; turn < TURNS && elapsedS() < RUN_SECONDS; turn++) {
+        for (let turn = 0; turn < TURNS && elapsedS() < runSeconds; turn++) {
           if (workload === 'random' || turn === 0) messages.splice(0, messages.length, { role: 'system', content: systemFor(workload, client, c, turn) });
           messages.push({ role: 'user', content: `Client ${client}, conversation ${c}, question ${turn}: ${words(client * 1_000 + c * 10 + turn, 20)}` });
           const at = elapsedS();
@@ -486,7 +493,7 @@ async function matrixSection(dir: string): Promise<void> {
       '',
       machineLine(os.cpus(), os.totalmem()),
       '',
-      `Setup: 8 sim-engine replicas (vLLM flavour, --profile ${PROFILE}: Llama 3.1 8B on one L4, i.e. prefill 3500 tok/s, decode 15 tok/s, 30,720 KV tokens; tools/sim-engine/README.md, "Calibration"; prefix cache on, ${MAX_TOKENS} output tokens${OUTPUT_JITTER > 0 ? ` ± ${Math.round(OUTPUT_JITTER * 100)} %` : ''}) behind ${several ? `${ROUTER_COUNTS.join(' or ')} llmgw-routers (each with the same static config, sharing nothing; client i sends to router i mod N)` : 'one llmgw-router'} (scrapes every 200 ms), fresh engines and routers for every run. ${CLIENTS} streaming clients in a closed loop for ${RUN_SECONDS} s, each running conversations of ${TURNS} turns (each turn resends the conversation so far); everything is measured over the last ${RUN_SECONDS - WARMUP_SECONDS} s only (requests sent after a ${WARMUP_SECONDS} s warm-up that fills the caches, the same for every policy), and "requests" counts those. Workloads: shared = ${SYSTEM_PROMPTS} system prompts of ~${PROMPT_WORDS} tokens; random = a fresh ~${PROMPT_WORDS}-token prompt every request; hot = half the conversations on one system prompt. TTFT = time to the first content chunk at the client. "p99 95 % CI" is the range of requests' TTFTs that holds the true p99 with 95 % confidence (exact binomial order statistics; "?" where there are too few requests beyond the p99 to bound it): two p99s whose ranges overlap are not shown to differ. Hit rate = vllm:prefix_cache_hits_total ÷ vllm:prefix_cache_queries_total summed over the engines. max/mean running = the busiest replica's average running sequences over the mean of all replicas' averages (sampled every 50 ms). Ratios "vs RR" are round-robin's value (behind ${ROUTER_COUNTS[0]} router${ROUTER_COUNTS[0] > 1 ? 's' : ''}) ÷ this row's (above 1 = better). Round-robin here is the router's round-robin policy; prefix-only is prefix-affinity with ε = ${PREFIX_ONLY_EPSILON}, the largest the catalog accepts, so its load cap never binds here (affinity without the guard). Engines, routers and clients share the machine's cores, so TTFT moves between runs with whatever else runs; hit rate and max/mean running move less. Churn has its own section.`,
+      `Setup: 8 sim-engine replicas (vLLM flavour, --profile ${PROFILE}: Llama 3.1 8B on one L4, i.e. prefill 3500 tok/s, decode 15 tok/s, 30,720 KV tokens; tools/sim-engine/README.md, "Calibration"; prefix cache on, ${MAX_TOKENS} output tokens${OUTPUT_JITTER > 0 ? ` ± ${Math.round(OUTPUT_JITTER * 100)} %` : ''}) behind ${several ? `${ROUTER_COUNTS.join(' or ')} llmgw-routers (each with the same static config, sharing nothing; client i sends to router i mod N)` : 'one llmgw-router'} (scrapes every 200 ms), fresh engines and routers for every run. ${CLIENTS} streaming clients in a closed loop for ${RUN_SECONDS} s (random: ${RANDOM_SECONDS} s, for as many requests), each running conversations of ${TURNS} turns (each turn resends the conversation so far); everything is measured over the last ${RUN_SECONDS - WARMUP_SECONDS} s (random: ${RANDOM_SECONDS - WARMUP_SECONDS} s) only (requests sent after a ${WARMUP_SECONDS} s warm-up that fills the caches, the same for every policy), and "requests" counts those. Workloads: shared = ${SYSTEM_PROMPTS} system prompts of ~${PROMPT_WORDS} tokens; random = a fresh ~${PROMPT_WORDS}-token prompt every request; hot = half the conversations on one system prompt. TTFT = time to the first content chunk at the client. "p99 95 % CI" is the range of requests' TTFTs that holds the true p99 with 95 % confidence (exact binomial order statistics; "?" where there are too few requests beyond the p99 to bound it): two p99s whose ranges overlap are not shown to differ. Hit rate = vllm:prefix_cache_hits_total ÷ vllm:prefix_cache_queries_total summed over the engines. max/mean running = the busiest replica's average running sequences over the mean of all replicas' averages (sampled every 50 ms). Ratios "vs RR" are round-robin's value (behind ${ROUTER_COUNTS[0]} router${ROUTER_COUNTS[0] > 1 ? 's' : ''}) ÷ this row's (above 1 = better). Round-robin here is the router's round-robin policy; prefix-only is prefix-affinity with ε = ${PREFIX_ONLY_EPSILON}, the largest the catalog accepts, so its load cap never binds here (affinity without the guard). Engines, routers and clients share the machine's cores, so TTFT moves between runs with whatever else runs; hit rate and max/mean running move less. Churn has its own section.`,
       '',
       table,
     ].join('\n'),
