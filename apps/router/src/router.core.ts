@@ -7,6 +7,7 @@ import type { Registry } from 'prom-client';
 import Redis from 'ioredis';
 import { MemoryLimiter, RedisLimiter, SharedLimiter } from '@llmgw/limits';
 import { AdmissionService } from './admission/admission.service';
+import { deflections } from './admission/endpoint.lease';
 import { ApiKeyAuthenticator, loadApiKeysFile } from './auth/api-key.authenticator';
 import type { RouterConfig } from './config/router.config';
 import { EndpointRegistry } from './endpoints/endpoint.registry';
@@ -119,7 +120,8 @@ export class RouterCore {
         if (reason.policy === 'prefix-affinity') {
           this.metrics.prefixAffinity.inc([model, reason.cold === true ? 'cold' : reason.rank === 0 ? 'hit' : 'miss']);
           this.metrics.prefixDepth.observe([model], reason.blocks);
-          if (reason.deflectedFrom.length > 0) this.metrics.prefixDeflections.inc([model], reason.deflectedFrom.length);
+          const deflected = deflections(reason);
+          if (deflected > 0) this.metrics.prefixDeflections.inc([model], deflected);
         } else if ('fallback' in reason) {
           this.metrics.prefixAffinity.inc([model, 'miss']);
         }

@@ -4,7 +4,7 @@ import { FakeClock, SeededRng } from '@llmgw/testing';
 import { describe, expect, it } from 'vitest';
 import { EndpointRegistry } from '../endpoints/endpoint.registry';
 import { AdmissionService, ROUND_ROBIN, Waiter, type Admission, type AdmissionOptions, type RouteHow } from './admission.service';
-import type { EndpointLease } from './endpoint.lease';
+import { deflections, type EndpointLease } from './endpoint.lease';
 
 const ep = (replicaId: string, model = 'm'): Endpoint => ({ replicaId, model, url: `http://h:${replicaId.charCodeAt(0)}`, engine: 'vllm', nodeId: 'n', suspect: false });
 
@@ -198,6 +198,16 @@ describe('AdmissionService', () => {
       expect([a.lease.state.id, a.lease.reason]).toEqual([order[1], { policy: 'prefix-affinity', rank: 1, deflectedFrom: [order[0]], cap: expect.any(Number), averageCap: expect.any(Number), blocks: 3, cold: true }]);
     });
 
+    it("counts as deflections the guard's passes and the two choices' pass, not a cold key's pick of the freest replica", () => {
+      const passed = { policy: 'prefix-affinity', rank: 3, deflectedFrom: ['a', 'b', 'c'], cap: 3, averageCap: 2, blocks: 4 } as const;
+      expect(deflections(passed)).toBe(3);
+      expect(deflections({ ...passed, rank: 1, deflectedFrom: ['a'], busier: 'a' })).toBe(1);
+      // Cold: a passed by the guard, then b (the first under both caps) and c passed by the cold pick.
+      expect(deflections({ ...passed, busier: 'b', cold: true })).toBe(1);
+      // Cold, and its pick the first under both caps: all three by the guard.
+      expect(deflections({ ...passed, cold: true })).toBe(3);
+    });
+
     it("sends a key's first request where its prefill starts soonest, and the key's later ones by its order", () => {
       const { admission, registry } = setup(roomy, many(4));
       const order = rendezvousOrder(77, registry.endpointsFor('m').map((s) => s.candidate(0))).map((c) => c.id);
@@ -211,6 +221,7 @@ describe('AdmissionService', () => {
         order[2],
         { policy: 'prefix-affinity', rank: 2, deflectedFrom: order.slice(0, 2), cap: expect.any(Number), averageCap: expect.any(Number), blocks: 3, busier: order[0], cold: true },
       ]);
+      expect(deflections(first.lease.reason as Parameters<typeof deflections>[0])).toBe(0);
       first.lease.release('success');
       // Placed once, the key is warm: the two choices keep it within its first two replicas.
       const second = admission.admit('m', roomyAffinity);

@@ -22,6 +22,18 @@ export type ChoiceReason =
     }
   | { readonly policy: 'least-load'; readonly fallback: 'no-prefix' | 'all-saturated' };
 
+/**
+ * The replicas a prefix-affinity choice passed over that count as deflections: those the load
+ * guard passed over (at a cap or saturated) and, for a warm key, the home the two choices passed
+ * for its runner-up. A cold key's pick of the replica with the fewest requests awaiting output is
+ * no deflection: of its passes, only the guard's (those before the first replica under both caps,
+ * `busier`) count.
+ */
+export function deflections(reason: Extract<ChoiceReason, { readonly policy: 'prefix-affinity' }>): number {
+  if (reason.cold !== true || reason.busier === undefined) return reason.deflectedFrom.length;
+  return reason.deflectedFrom.indexOf(reason.busier);
+}
+
 /** What a lease needs from admission: the time, and a way to let the model's queue move when a slot frees. */
 export interface LeaseIssuer {
   now(): number;

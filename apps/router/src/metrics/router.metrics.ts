@@ -138,7 +138,7 @@ export class RouterMetrics implements RequestObserver {
     );
     this.prefixDeflections = new FastCounter(
       'llmgw_router_prefix_affinity_deflections_total',
-      'Replicas the prefix-affinity load guard passed over (at or above the load cap, or saturated).',
+      "Replicas prefix affinity passed over: by the load guard (at or above a load cap, or saturated), or a key's home passed for its runner-up by the two choices; not a cold key's pick of the freest replica.",
       ['model'],
       registers,
     );
