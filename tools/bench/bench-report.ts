@@ -1,4 +1,4 @@
-// Shared output helpers for tools/bench scripts: percentiles, a plain-text table, the machine
+// Shared output helpers for tools/bench scripts: percentiles, processes' CPU time, a plain-text table, the machine
 // line and the section of docs/benchmarks.md each benchmark owns.
 import * as fs from 'node:fs';
 import * as os from 'node:os';
@@ -41,6 +41,25 @@ export function percentileInterval(samples: readonly number[], p: number, confid
   let u = 1;
   while (u <= n && cdf[u - 1] < 1 - tail) u++;
   return { ...(l >= 1 && { lower: sorted[l - 1] }), ...(u <= n && { upper: sorted[u - 1] }) };
+}
+
+export /** CPU time (user + system) of the processes and their children so far, microseconds; undefined off Linux. */
+function cpuMicros(pids: readonly number[]): number | undefined {
+  if (!fs.existsSync('/proc/self/stat')) return undefined;
+  let ticks = 0;
+  const visit = (pid: number): void => {
+    try {
+      const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      ticks += Number(fields[11]) + Number(fields[12]);
+      const children = fs.readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim();
+      for (const c of children === '' ? [] : children.split(' ')) visit(Number(c));
+    } catch {
+      // gone: counts nothing
+    }
+  };
+  for (const pid of pids) visit(pid);
+  return ticks * 10_000; // USER_HZ is 100 on Linux
 }
 
 /** Prints rows (the first is the header) as aligned columns on stdout. */

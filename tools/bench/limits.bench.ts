@@ -7,14 +7,13 @@
 // Load goes to 127.0.0.1 only, bounded by rate × seconds × rounds. Writes its section of
 // docs/benchmarks.md unless --no-write.
 import { randomUUID } from 'node:crypto';
-import { existsSync, readFileSync } from 'node:fs';
 import * as os from 'node:os';
 import { parseArgs } from 'node:util';
 import type { Clock, KeyLimits } from '@llmgw/domain';
 import { RedisLimiter } from '@llmgw/limits';
 import { startRedis } from '@llmgw/testing';
 import Redis from 'ioredis';
-import { machineLine, markdownTable, percentile, printTable, writeSection } from './bench-report';
+import { cpuMicros, machineLine, markdownTable, percentile, printTable, writeSection } from './bench-report';
 
 const { values: args } = parseArgs({
   options: {
@@ -34,14 +33,6 @@ for (const [name, v, max] of [['rate', RATE, 20_000], ['seconds', SECONDS, 60], 
 /** The key's limits: bench:router's, far above the load, so every admission is admitted and recorded. */
 const LIMITS: KeyLimits = { requestsPerMinute: 1_000_000_000, tokensPerMinute: 1_000_000_000, concurrentRequests: 1_000_000 };
 const clock: Clock = { now: () => Date.now() };
-
-/** Redis CPU time (user + system) so far, microseconds; undefined off Linux. */
-function cpuMicros(pid: number): number | undefined {
-  if (!existsSync(`/proc/${pid}/stat`)) return undefined;
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) * 10_000; // USER_HZ is 100 on Linux
-}
 
 /** Starts `call` RATE times a second for SECONDS (open loop: a slow answer does not delay the next call); the latency of each, ms. */
 async function openLoop(call: () => Promise<unknown>): Promise<number[]> {
@@ -92,9 +83,9 @@ async function main(): Promise<void> {
       // Rotate the order each round so a disturbance does not always fall on the same case.
       for (let k = 0; k < cases.length; k++) {
         const c = cases[(k + round) % cases.length];
-        const before = cpuMicros(redis.process.pid);
+        const before = cpuMicros([redis.process.pid]);
         const latencies = await openLoop(c.call);
-        const after = cpuMicros(redis.process.pid);
+        const after = cpuMicros([redis.process.pid]);
         const r = results.get(c.name)!;
         r.p50.push(percentile(latencies, 50));
         r.p99.push(percentile(latencies, 99));

@@ -14,13 +14,13 @@
 // Needs nginx and wrk on PATH (apt-get install -y nginx wrk). Load goes to 127.0.0.1 only and
 // every phase is bounded in count and time. Writes its section of docs/benchmarks.md unless --no-write.
 import { execFile } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import * as os from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { freePort, runTsEntry, spawnProcess, startRedis, stopAllSpawned, type SpawnedProcess } from '@llmgw/testing';
-import { machineLine, percentile, printTable, writeSection } from './bench-report';
+import { cpuMicros, machineLine, percentile, printTable, writeSection } from './bench-report';
 
 const { values: args } = parseArgs({
   options: {
@@ -103,25 +103,6 @@ interface Target {
   readonly url: string;
   /** Processes whose CPU time is this path's own cost (their children included); none for the direct path. */
   readonly pids: readonly number[];
-}
-
-/** CPU time (user + system) of the processes and their children so far, microseconds; undefined off Linux. */
-function cpuMicros(pids: readonly number[]): number | undefined {
-  if (!existsSync('/proc/self/stat')) return undefined;
-  let ticks = 0;
-  const visit = (pid: number): void => {
-    try {
-      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      ticks += Number(fields[11]) + Number(fields[12]);
-      const children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim();
-      for (const c of children === '' ? [] : children.split(' ')) visit(Number(c));
-    } catch {
-      // gone: counts nothing
-    }
-  };
-  for (const pid of pids) visit(pid);
-  return ticks * 10_000; // USER_HZ is 100 on Linux
 }
 
 async function startEngine(): Promise<{ proc: SpawnedProcess; url: string; what: string }> {
