@@ -1,9 +1,12 @@
 // Key limits that mean the number the operator wrote, with three real router processes sharing
 // the machine's Redis: a key limited to 120 requests per minute, hammered through all three,
 // gets exactly 120 answered and the rest 429 in OpenAI's shape with Retry-After and the
-// x-ratelimit-* headers. Streams get their usage counted without the client seeing a usage chunk
-// it did not ask for.
+// x-ratelimit-* headers. A busy key far from its limit is admitted from batches of permits the
+// routers take ahead of use, and Redis ends up holding exactly the requests answered. Streams get
+// their usage counted without the client seeing a usage chunk it did not ask for.
 import { createHash, randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import Redis from 'ioredis';
 import OpenAI from 'openai';
 import { openStore, type Store } from '@llmgw/store';
 import { sqliteBackend, stopAllSpawned, testRedisUrl, waitFor } from '@llmgw/testing';
@@ -37,6 +40,8 @@ describe('key limits across three routers and Redis', () => {
     const secret = `llmgw-limits-${run}-0123456789abcdef`;
     const name = `hammer-${run}`;
     await store.apiKeys.create(name, { owner: 'load-test', models: ['*'], limits: { requestsPerMinute: 120 } }, hash(secret));
+    const busySecret = `llmgw-busy-${run}-0123456789abcdef`;
+    await store.apiKeys.create(`busy-${run}`, { owner: 'load-test', models: ['*'], limits: { requestsPerMinute: 6_000 } }, hash(busySecret));
     const plain = `llmgw-plain-${run}-0123456789abcdef`;
     await store.apiKeys.create(`plain-${run}`, { owner: 'streams', models: ['*'], limits: {} }, hash(plain));
 
@@ -89,6 +94,30 @@ describe('key limits across three routers and Redis', () => {
     };
     await waitFor(async () => (await stored()).requests >= 120, { deadlineMs: 10_000, message: 'key usage reported and stored' });
     expect(await stored()).toEqual(want);
+
+    // A busy key far from its limit (6,000 a minute: batches of up to 6,000 ÷ 60 ÷ 3 = 33 per
+    // router): every request answered, some admitted from batches, and once the batches have ended
+    // (a second) Redis holds one entry per answered request: what the batches did not use went back.
+    let busyNext = 0;
+    const busyStatuses: number[] = [];
+    await Promise.all(
+      Array.from({ length: 12 }, async () => {
+        while (busyNext < 300) {
+          const i = busyNext++;
+          const r = await chat(bases[i % 3], busySecret);
+          await r.arrayBuffer();
+          busyStatuses.push(r.status);
+        }
+      }),
+    );
+    await sleep(1_500);
+    const redis = new Redis(testRedisUrl());
+    cleanups.push(() => redis.quit());
+    const entries = await redis.zrange(`llmgw:limits:{busy-${run}}:req`, 0, -1);
+    process.stdout.write(`[limits] busy key, 300 requests: ${entries.filter((e) => e.includes('.batch#')).length} of ${entries.length} entries from batches\n`);
+    expect(busyStatuses.filter((s) => s === 200)).toHaveLength(300);
+    expect(entries).toHaveLength(300);
+    expect(entries.filter((e) => e.includes('.batch#')).length).toBeGreaterThan(0);
 
     // A stream that did not ask for usage gets none, one that asked gets it, through the official client.
     const client = new OpenAI({ baseURL: `${bases[0]}/v1`, apiKey: plain, maxRetries: 0 });

@@ -136,7 +136,7 @@ export class RouterCore {
     const limitsLog = deps.logger.child({ context: 'KeyLimits' });
     this.redis = config.limits.redisUrl === undefined ? undefined : (deps.redis ?? connectRedis(config.limits.redisUrl, config.limits.redisTimeoutMs, limitsLog));
     this.limiter = new SharedLimiter({
-      ...(this.redis !== undefined && { shared: new RedisLimiter({ redis: this.redis, prefix: config.limits.redisPrefix, leaseMs: config.limits.leaseMs, clock }) }),
+      ...(this.redis !== undefined && { shared: new RedisLimiter({ redis: this.redis, prefix: config.limits.redisPrefix, leaseMs: config.limits.leaseMs, clock, batchMost: config.limits.batchMost }) }),
       local: new MemoryLimiter({ clock, leaseMs: config.limits.leaseMs }),
       routers: () => this.fleetRouters,
       clock,
@@ -280,6 +280,7 @@ export class RouterCore {
     this.scraper.stop();
     this.usage?.stop();
     this.admission.close();
+    await this.limiter.close();
     await this.usage?.tick();
   }
 

@@ -3,11 +3,11 @@
 // time), then what only Redis can show: exact limits across several routers' clients at once.
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { KeyLimits } from '@llmgw/domain';
+import { systemClock, type KeyLimits } from '@llmgw/domain';
 import { FakeClock, testRedisUrl } from '@llmgw/testing';
 import Redis from 'ioredis';
-import { afterAll, describe, expect, it } from 'vitest';
-import type { AdmitResult, Limiter } from './limiter.port';
+import { afterAll, describe, expect, it, vi } from 'vitest';
+import type { AdmitResult, Limiter, Ticket } from './limiter.port';
 import { MemoryLimiter } from './memory.limiter';
 import { RedisLimiter } from './redis.limiter';
 
@@ -200,5 +200,150 @@ describe('redis limiter across routers', () => {
     await Promise.all(Array.from({ length: 9 }, (_, i) => worker(fleet[i % 3])));
     expect(most).toBe(4);
     expect(refusals).toBeGreaterThan(0);
+  });
+});
+
+describe('redis limiter: batches of permits taken ahead of use', () => {
+  const BATCH_MS = 150;
+  const make = (prefix: string, options: { windowMs?: number } = {}) => {
+    const redis = redisClient();
+    const limiter = new RedisLimiter({ redis, prefix, leaseMs: 30_000, clock: systemClock, batchMs: BATCH_MS, ...options });
+    // Every admission that went to Redis (the limiter defined the script on this client).
+    const asked = vi.spyOn(redis as unknown as { llmgwAdmit: (...args: unknown[]) => Promise<unknown> }, 'llmgwAdmit');
+    return { limiter, redis, asked };
+  };
+  const key = (prefix: string, name: string, part: string): string => `${prefix}{${name}}:${part}`;
+
+  it('spends a busy key’s batch without asking Redis, and Redis ends up holding exactly what was used', async () => {
+    const prefix = `llmgw-test:${randomUUID()}:`;
+    const { limiter, redis, asked } = make(prefix);
+    const limits = { requestsPerMinute: 1_000_000, tokensPerMinute: 100_000_000, concurrentRequests: 10_000, tokensPerDay: 1_000_000_000 };
+    const tickets: Ticket[] = [];
+    for (let i = 0; i < 200; i++) {
+      const r = await limiter.admit({ key: 'busy', limits, requestId: `b${i}`, reserveTokens: 50 });
+      expect(r.admitted).toBe(true);
+      tickets.push(r.ticket!);
+    }
+    // Batches grow with the key's pace up to 64: a handful of round trips for 200 admissions.
+    expect(asked.mock.calls.length).toBeLessThan(15);
+    expect(tickets.filter((t) => t.batch !== undefined).length).toBeGreaterThan(180);
+    // In flight: every admission holds a slot (its own or its batch's); the batches' entries are all there.
+    expect(await redis.zcard(key(prefix, 'busy', 'req'))).toBeGreaterThanOrEqual(200);
+    for (const t of tickets) await limiter.settle(t, 30);
+    await sleep(BATCH_MS + 100);
+    // Every batch has ended: what it did not use went back, and each request counts what it used.
+    expect(await redis.zcard(key(prefix, 'busy', 'req'))).toBe(200);
+    expect(Number(await redis.get(key(prefix, 'busy', 'tokensum')))).toBe(200 * 30);
+    expect(Number(await redis.get(key(prefix, 'busy', `day:${tickets[0].day}`)))).toBe(200 * 30);
+    expect(await redis.zcard(key(prefix, 'busy', 'conc'))).toBe(0);
+  });
+
+  it('dates a batch’s entries at its end, spends nothing of it after that, and gives back the rest', async () => {
+    const prefix = `llmgw-test:${randomUUID()}:`;
+    const { limiter, redis, asked } = make(prefix);
+    const limits = { requestsPerMinute: 1_000_000 };
+    const results: AdmitResult[] = [];
+    for (let i = 0; i < 3; i++) results.push(await limiter.admit({ key: 'k', limits, requestId: `d${i}`, reserveTokens: 0 }));
+    // The second admission asked for the first batch (two within batchMs), of 4; the third spent one.
+    expect(results[2].ticket?.batch).toBe('d1.batch');
+    const scores = await redis.zrange(key(prefix, 'k', 'req'), 0, -1, 'WITHSCORES');
+    const at = new Map<string, number>();
+    for (let i = 0; i < scores.length; i += 2) at.set(scores[i], Number(scores[i + 1]));
+    expect([...at.keys()].sort()).toEqual(['d0', 'd1', 'd1.batch#1', 'd1.batch#2', 'd1.batch#3', 'd1.batch#4']);
+    for (let i = 1; i <= 4; i++) expect(at.get(`d1.batch#${i}`)).toBe(at.get('d1')! + BATCH_MS);
+    const before = asked.mock.calls.length;
+    await sleep(BATCH_MS + 50);
+    const late = await limiter.admit({ key: 'k', limits, requestId: 'late', reserveTokens: 0 });
+    expect(late.ticket?.batch).toBeUndefined();
+    expect(asked.mock.calls.length).toBe(before + 1);
+    // The three permits it never used are gone from the window; the one it spent stays (the late
+    // admission, in a key as busy as ever, took a batch of its own).
+    const left = await redis.zrange(key(prefix, 'k', 'req'), 0, -1);
+    expect(left.filter((name) => !name.startsWith('late.batch#')).sort()).toEqual(['d0', 'd1', 'd1.batch#1', 'late']);
+  });
+
+  it('gives back every unused permit at once when the router closes it', async () => {
+    const prefix = `llmgw-test:${randomUUID()}:`;
+    const { limiter, redis } = make(prefix);
+    const limits = { requestsPerMinute: 1_000_000, concurrentRequests: 10_000 };
+    const tickets: Ticket[] = [];
+    for (let i = 0; i < 20; i++) tickets.push((await limiter.admit({ key: 'k', limits, requestId: `c${i}`, reserveTokens: 0 })).ticket!);
+    await limiter.close();
+    expect(await redis.zcard(key(prefix, 'k', 'req'))).toBe(20);
+    // Requests still in flight hold their slots, and give them back when they settle.
+    expect(await redis.zcard(key(prefix, 'k', 'conc'))).toBe(20);
+    for (const t of tickets) await limiter.settle(t, 0);
+    await sleep(50);
+    expect(await redis.zcard(key(prefix, 'k', 'conc'))).toBe(0);
+  });
+
+  it('admits exactly the limit when three routers hammer a key that batches, and leaves nothing held', async () => {
+    const prefix = `llmgw-test:${randomUUID()}:`;
+    // Long enough that nothing leaves the window while the test runs.
+    const fleet = [0, 1, 2].map(() => make(prefix, { windowMs: 20_000 }));
+    const LIMIT = 12_000;
+    const limits = { requestsPerMinute: LIMIT };
+    let admitted = 0;
+    let batched = 0;
+    let refusedAt: number | undefined;
+    let n = 0;
+    const wrongRefusals: AdmitResult[] = [];
+    const worker = async (limiter: Limiter): Promise<void> => {
+      // Until every batch granted before the first refusal has ended and been spent or given back.
+      while (refusedAt === undefined || Date.now() - refusedAt < 4 * BATCH_MS) {
+        const r = await limiter.admit({ key: 'hammered', limits, requestId: `h${++n}`, reserveTokens: 0, routers: 3 });
+        if (r.admitted) {
+          admitted++;
+          if (r.ticket?.batch !== undefined) batched++;
+        } else {
+          if (r.refusedBy !== 'requests') wrongRefusals.push(r);
+          refusedAt ??= Date.now();
+          await sleep(1);
+        }
+      }
+    };
+    await Promise.all(fleet.flatMap(({ limiter }) => [0, 1, 2, 3].map(() => worker(limiter))));
+    await sleep(BATCH_MS + 50);
+    const asked = fleet.reduce((sum, f) => sum + f.asked.mock.calls.length, 0);
+    process.stdout.write(`[batches] limit ${LIMIT}: ${admitted} admitted, ${batched} from batches, ${asked} admissions asked of Redis\n`);
+    expect(wrongRefusals).toEqual([]);
+    expect(admitted).toBe(LIMIT);
+    expect(await fleet[0].redis.zcard(key(prefix, 'hammered', 'req'))).toBe(LIMIT);
+    expect(batched).toBeGreaterThan(LIMIT / 2);
+  });
+
+  it('never holds more than a concurrency limit that batches across three routers, and leaks no slot', async () => {
+    const prefix = `llmgw-test:${randomUUID()}:`;
+    const fleet = [0, 1, 2].map(() => make(prefix));
+    const LIMIT = 192;
+    const limits = { concurrentRequests: LIMIT };
+    let inFlight = 0;
+    let most = 0;
+    let refusals = 0;
+    let batched = 0;
+    let n = 0;
+    const worker = async (limiter: Limiter, w: number): Promise<void> => {
+      for (let i = 0; i < 30; i++) {
+        const r = await limiter.admit({ key: 'busy', limits, requestId: `c${++n}`, reserveTokens: 0, routers: 3 });
+        if (!r.admitted) {
+          refusals++;
+          await sleep(1);
+          continue;
+        }
+        if (r.ticket?.batch !== undefined) batched++;
+        inFlight++;
+        most = Math.max(most, inFlight);
+        await sleep((i + w) % 4);
+        inFlight--;
+        await limiter.settle(r.ticket!, 0);
+      }
+    };
+    await Promise.all(Array.from({ length: 240 }, (_, w) => worker(fleet[w % 3].limiter, w)));
+    await sleep(BATCH_MS + 50);
+    process.stdout.write(`[batches] concurrency ${LIMIT}: most in flight ${most}, ${refusals} refused, ${batched} from batches\n`);
+    expect(most).toBeLessThanOrEqual(LIMIT);
+    expect(refusals).toBeGreaterThan(0);
+    expect(batched).toBeGreaterThan(0);
+    expect(await fleet[0].redis.zcard(key(prefix, 'busy', 'conc'))).toBe(0);
   });
 });

@@ -12,6 +12,8 @@ export interface AdmitRequest {
   readonly requestId: string;
   /** Tokens the request may use (prompt + completion: the router reserves max_tokens or its estimate, plus an estimate of the prompt), reserved at admission. */
   readonly reserveTokens: number;
+  /** How many routers share the key's limits (the controller's count; default 1): a batch of permits leaves room for one like it for each. */
+  readonly routers?: number;
 }
 
 /** Which limit refused a request. `daily-tokens` is a budget (OpenAI's insufficient_quota); the rest are rates. */
@@ -35,6 +37,10 @@ export interface Ticket {
   readonly day: string;
   /** Which store holds the claim: settle goes to the same one. */
   readonly via: 'redis' | 'memory';
+  /** The batch of permits (taken ahead of use, see RedisLimiter) it was admitted from, if any. */
+  readonly batch?: string;
+  /** The concurrency entry it holds when that is its batch's, not its own id. */
+  readonly slot?: string;
 }
 
 export interface AdmitResult {
@@ -59,6 +65,8 @@ export interface Limiter {
   settle(ticket: Ticket, usedTokens: number): Promise<void>;
   /** Extends the concurrency leases of requests still in flight (a stream longer than the lease). */
   renew(tickets: readonly Ticket[]): Promise<void>;
+  /** Gives back what it holds ahead of use (a router shutting down). */
+  close?(): Promise<void>;
 }
 
 /** True when the key has any limit at all; a key without limits needs no admission. */

@@ -1,14 +1,22 @@
-import type { Clock } from '@llmgw/domain';
+import { timerScheduler, type Clock, type KeyLimits, type Scheduler } from '@llmgw/domain';
 import type Redis from 'ioredis';
 import { MINUTE_MS, msToNextUtcDay, utcDay, type AdmitRequest, type AdmitResult, type LimitName, type Limiter, type Ticket } from './limiter.port';
+
+/** The longest a batch of permits may last (ms): keys are kept this much longer than the window, for entries dated at a batch's end. */
+export const MAX_BATCH_MS = 5_000;
 
 // KEYS: 1 requests zset (score: admitted at), 2 tokens zset (score: admitted at; member
 // `<id>:<tokens>`, so expiring an entry needs no second structure), 3 tokens sum, 4 concurrency
 // zset (score: lease end), 5 the day's tokens.
 // ARGV: id, window ms, requests/min, tokens/min, reserve, concurrent, lease ms, tokens/day,
-// day ttl s; a limit of -1 is no limit. Time is the server's, so routers with skewed clocks agree.
-// Every check runs before anything is recorded: a refused request holds nothing. Only the
-// structures of limits the key has are touched.
+// day ttl s, then the batch of permits asked for with it (see RedisLimiter): batch id, permits (0: none),
+// tokens, ms, routers. A limit of -1 is no limit. Time is the server's, so routers with skewed
+// clocks agree. Every check runs before anything is recorded: a refused request holds nothing.
+// Only the structures of limits the key has are touched.
+// A batch is granted only with an admitted request, and only where the key's remaining budget
+// leaves room for one like it for every router. Its request and token entries are dated at the
+// batch's end (now + ms), the latest any of its permits can be used, so they stay in every
+// window a use of theirs falls in. Keys live the window plus MAX_BATCH_MS plus a second.
 const ADMIT_LUA = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -16,6 +24,8 @@ local id, window = ARGV[1], tonumber(ARGV[2])
 local rpm, tpm, reserve = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 local conc, lease = tonumber(ARGV[6]), tonumber(ARGV[7])
 local perDay, dayTtl = tonumber(ARGV[8]), tonumber(ARGV[9])
+local bid, batchN, batchTok, batchMs, routers = ARGV[10], tonumber(ARGV[11]), tonumber(ARGV[12]), tonumber(ARGV[13]), tonumber(ARGV[14])
+local keep = window + ${MAX_BATCH_MS} + 1000
 local cutoff = now - window
 local function amount(member) return tonumber(string.match(member, ':(%d+)$')) or 0 end
 local reqCount, tokSum, concCount, dayUsed = 0, 0, 0, 0
@@ -44,6 +54,9 @@ if rpm >= 0 and reqCount >= rpm then
   refused = 1
   local nth = redis.call('ZRANGE', KEYS[1], reqCount - rpm, reqCount - rpm, 'WITHSCORES')
   retry = tonumber(nth[2]) + window - now
+  -- A batch's entries are dated at its end, when what it did not use comes back.
+  local soon = redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. now, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
+  if #soon > 0 then retry = math.min(retry, tonumber(soon[2]) - now) end
 elseif tpm >= 0 and tokSum + reserve > tpm then
   refused = 2
   retry = window
@@ -64,24 +77,48 @@ elseif conc >= 0 and concCount >= conc then
 elseif perDay >= 0 and dayUsed + reserve > perDay then
   refused = 4
 end
+local batched = 0
 if refused == 0 then
+  if batchN > 0
+    and (rpm < 0 or reqCount + 1 + routers * batchN <= rpm)
+    and (tpm < 0 or tokSum + reserve + routers * batchTok <= tpm)
+    and (conc < 0 or concCount + 1 + routers * batchN <= conc)
+    and (perDay < 0 or dayUsed + reserve + routers * batchTok <= perDay) then
+    batched = 1
+  end
+  local ends = now + batchMs
   if rpm >= 0 then
     redis.call('ZADD', KEYS[1], now, id)
-    redis.call('PEXPIRE', KEYS[1], window + 1000)
     reqCount = reqCount + 1
+    if batched == 1 then
+      local entries = {}
+      for i = 1, batchN do entries[2 * i - 1] = ends; entries[2 * i] = bid .. '#' .. i end
+      redis.call('ZADD', KEYS[1], unpack(entries))
+      reqCount = reqCount + batchN
+    end
+    redis.call('PEXPIRE', KEYS[1], keep)
   end
   if tpm >= 0 then
     redis.call('ZADD', KEYS[2], now, id .. ':' .. ARGV[5])
     tokSum = redis.call('INCRBY', KEYS[3], reserve)
-    redis.call('PEXPIRE', KEYS[2], window + 1000)
-    redis.call('PEXPIRE', KEYS[3], window + 1000)
+    if batched == 1 then
+      redis.call('ZADD', KEYS[2], ends, bid .. ':' .. ARGV[12])
+      tokSum = redis.call('INCRBY', KEYS[3], batchTok)
+    end
+    redis.call('PEXPIRE', KEYS[2], keep)
+    redis.call('PEXPIRE', KEYS[3], keep)
   end
   if conc >= 0 then
     redis.call('ZADD', KEYS[4], now + lease, id)
+    if batched == 1 then
+      local slots = {}
+      for i = 1, batchN do slots[2 * i - 1] = now + lease; slots[2 * i] = bid .. '#c' .. i end
+      redis.call('ZADD', KEYS[4], unpack(slots))
+    end
     redis.call('PEXPIRE', KEYS[4], lease * 2)
   end
   if perDay >= 0 then
-    redis.call('INCRBY', KEYS[5], reserve)
+    redis.call('INCRBY', KEYS[5], reserve + batched * batchTok)
     redis.call('EXPIRE', KEYS[5], dayTtl)
   end
 end
@@ -93,29 +130,33 @@ end
 local reqOldest, tokOldest = -1, -1
 if rpm >= 0 then reqOldest = oldest(KEYS[1]) end
 if tpm >= 0 then tokOldest = oldest(KEYS[2]) end
-return { refused == 0 and 1 or 0, refused, retry, reqCount, reqOldest, tokSum, tokOldest, now }
+return { refused == 0 and 1 or 0, refused, retry, reqCount, reqOldest, tokSum, tokOldest, now, batched }
 `;
 
-// KEYS: 1 tokens zset, 2 tokens sum, 3 concurrency zset, 4 the day's tokens.
-// ARGV: id, used, reserved, whether the day's budget is kept (1/0). The entry keeps its admission
-// time and expiry; only its amount changes (and the sum with it), so settling never extends a key.
-const SETTLE_LUA = `
-local id, used, reserved = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
-if used ~= reserved then
-  local held = id .. ':' .. ARGV[3]
-  local at = redis.call('ZSCORE', KEYS[1], held)
+// KEYS: as ADMIT_LUA's. ARGV: entry id (a request's, or a batch's), the tokens its entry holds, the
+// tokens it keeps, whether the day's budget is kept (1/0), how many request entries to remove,
+// those entries, then the concurrency entries to remove. A token entry keeps its time and expiry;
+// only its amount changes (and the sum with it), so a release never extends a key. What already
+// left the window is not touched.
+const RELEASE_LUA = `
+local id, held, kept = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
+if kept ~= held then
+  local name = id .. ':' .. ARGV[2]
+  local at = redis.call('ZSCORE', KEYS[2], name)
   if at then
-    redis.call('ZREM', KEYS[1], held)
-    redis.call('ZADD', KEYS[1], at, id .. ':' .. ARGV[2])
-    redis.call('INCRBY', KEYS[2], used - reserved)
+    redis.call('ZREM', KEYS[2], name)
+    redis.call('ZADD', KEYS[2], at, id .. ':' .. ARGV[3])
+    redis.call('INCRBY', KEYS[3], kept - held)
   end
-  if ARGV[4] == '1' and redis.call('EXISTS', KEYS[4]) == 1 then redis.call('INCRBY', KEYS[4], used - reserved) end
+  if ARGV[4] == '1' and redis.call('EXISTS', KEYS[5]) == 1 then redis.call('INCRBY', KEYS[5], kept - held) end
 end
-redis.call('ZREM', KEYS[3], id)
+local n = tonumber(ARGV[5])
+if n > 0 then redis.call('ZREM', KEYS[1], unpack(ARGV, 6, 5 + n)) end
+if #ARGV > 5 + n then redis.call('ZREM', KEYS[4], unpack(ARGV, 6 + n, #ARGV)) end
 return 1
 `;
 
-// KEYS: 1 concurrency zset. ARGV: lease ms, then the request ids whose leases to extend.
+// KEYS: 1 concurrency zset. ARGV: lease ms, then the entries whose leases to extend.
 const RENEW_LUA = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -125,13 +166,13 @@ redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[1]) * 2)
 return 1
 `;
 
-type Reply = [number, number, number, number, number, number, number, number];
+type Reply = [number, number, number, number, number, number, number, number, number];
 
 type Args = (string | number)[];
 
 interface ScriptedRedis {
   llmgwAdmit(...args: Args): Promise<Reply>;
-  llmgwSettle(...args: Args): Promise<number>;
+  llmgwRelease(...args: Args): Promise<number>;
   llmgwRenew(...args: Args): Promise<number>;
   /** The connection's socket: corked while several calls are written, so they leave as one write. */
   readonly stream?: { cork(): void; uncork(): void };
@@ -139,7 +180,7 @@ interface ScriptedRedis {
 
 /** A script call waiting for the next write to Redis. */
 interface Queued {
-  readonly script: 'llmgwAdmit' | 'llmgwSettle';
+  readonly script: 'llmgwAdmit' | 'llmgwRelease';
   readonly args: Args;
   resolve(value: unknown): void;
   reject(error: unknown): void;
@@ -147,6 +188,14 @@ interface Queued {
 
 /** How long a settle may wait for an admission to ride along with (ms), by default. */
 export const SETTLE_DELAY_MS = 5;
+/** How long a batch of permits lasts (ms), by default. */
+export const BATCH_MS = 1_000;
+/** The most permits one batch takes, by default. */
+export const BATCH_MOST = 64;
+/** The fewest permits worth a batch: a key that would get fewer is admitted request by request. */
+export const BATCH_LEAST = 4;
+/** A batch takes at most this part of a concurrency limit or a daily budget ÷ the routers. */
+const LEVEL_SHARE = 1 / 16;
 
 const REFUSALS: Record<number, LimitName> = { 1: 'requests', 2: 'tokens', 3: 'concurrency', 4: 'daily-tokens' };
 
@@ -157,12 +206,48 @@ export interface RedisLimiterOptions {
   readonly prefix: string;
   /** How long a concurrency claim lasts without renewal (ms): what a router that dies can leak. */
   readonly leaseMs: number;
-  /** Names the UTC day of the daily budget (the router's clock). */
+  /** Names the UTC day of the daily budget, and times batches (the router's clock). */
   readonly clock: Clock;
+  /** Closes a batch when its time is up (default: timers). */
+  readonly scheduler?: Scheduler;
   /** The rate window (default one minute; tests shorten it). */
   readonly windowMs?: number;
   /** How long a settle may wait to go to Redis in one write with the next admission (ms; default {@link SETTLE_DELAY_MS}). */
   readonly settleDelayMs?: number;
+  /** How long a batch of permits lasts (ms; default {@link BATCH_MS}; at most {@link MAX_BATCH_MS} and half the lease). */
+  readonly batchMs?: number;
+  /** The most permits one batch takes (default {@link BATCH_MOST}); 0: no batches, every request asks Redis. */
+  readonly batchMost?: number;
+}
+
+/** Permits this router took for one key ahead of use, spent without asking Redis (see RedisLimiter). */
+interface Batch {
+  readonly id: string;
+  readonly key: string;
+  readonly limits: KeyLimits;
+  readonly day: string;
+  /** On this router's clock, from when it was asked for: no permit is used from then on. */
+  readonly until: number;
+  /** Its request permits: entries `<id>#1` … `<id>#<size>` in the requests window. */
+  readonly size: number;
+  /** Request permits spent (the first `used` entries). */
+  used: number;
+  /** Tokens no request of it has reserved (per minute and per day alike; below 0 when requests used more than they reserved). */
+  tokensLeft: number;
+  /** Tokens its entry (`<id>:<held>`) holds in Redis. */
+  held: number;
+  /** Its concurrency entries (`<id>#c<i>`) no request holds. */
+  readonly freeSlots: string[];
+  /** Once given back: the tokens its entry holds as of the last release sent, the slots of requests that ended since, and who waits for that release. */
+  sent: number;
+  leaving: string[];
+  waiters: { resolve(): void; reject(error: unknown): void }[];
+  /** Requests admitted from it and not settled. */
+  inFlight: number;
+  closed: boolean;
+  cancel(): void;
+  /** What Redis answered when it was granted, and when (this router's clock), for the rate headers. */
+  readonly seen: { readonly reqCount: number; readonly reqOldest: number; readonly tokSum: number; readonly tokOldest: number; readonly redisNow: number; readonly at: number };
 }
 
 /**
@@ -176,55 +261,113 @@ export interface RedisLimiterOptions {
  * most `settleDelayMs` for an admission to ride along with, so a finished request's lease and
  * unused tokens are given back that much later at most: never more than the limits allow, a few
  * ms less than they could.
+ *
+ * Batches: a key busy on this router (at least two admissions within `batchMs`) and far from its
+ * limits asks, with an admission, for a batch of permits: up to `batchMost` requests, as many
+ * concurrency slots and that many times the request's reserved tokens; no more than this router's
+ * part of what a rate allows in `batchMs` (limit × batchMs ÷ window ÷ routers) nor 1/16 of a
+ * concurrency limit or daily budget ÷ routers, and at least {@link BATCH_LEAST}. Redis grants it
+ * only while the key's remaining budget holds one like it for each of the routers. The
+ * router spends it without a round trip until it runs out or `batchMs` passes, then gives back
+ * what it did not use. Limits stay exact: Redis recorded the batch whole before any of it was
+ * spent, and its request and token entries are dated at its end, so they count in every window
+ * one of its uses falls in. What it costs: near a limit no batch is granted (the last
+ * N × batch go request by request), and permits a router holds unused are refused to the others
+ * for at most `batchMs` (or a window, if the router dies holding them).
  */
 export class RedisLimiter implements Limiter {
   private readonly redis: ScriptedRedis;
   private readonly window: number;
   private readonly settleDelayMs: number;
+  private readonly batchMs: number;
+  private readonly batchMost: number;
+  private readonly scheduler: Scheduler;
   private queued: Queued[] = [];
   private settleTimer: NodeJS.Timeout | undefined;
+  /** Each key's batch being spent. */
+  private readonly open = new Map<string, Batch>();
+  /** Every batch open or with requests in flight, by id. */
+  private readonly batches = new Map<string, Batch>();
+  /** Given-back batches with requests that ended since their last release was sent. */
+  private readonly returning = new Set<Batch>();
+  /** Keys with an admission on its way that asks for a batch (one at a time per key), and when its answer is in. */
+  private readonly asking = new Map<string, Promise<unknown>>();
+  /** Admissions asked for per key in the current and the last period of `batchMs`: how big a batch to ask for. */
+  private readonly pace = new Map<string, { start: number; count: number; last: number }>();
 
   constructor(private readonly options: RedisLimiterOptions) {
     this.window = options.windowMs ?? MINUTE_MS;
     this.settleDelayMs = options.settleDelayMs ?? SETTLE_DELAY_MS;
+    const batchMs = options.batchMs ?? BATCH_MS;
+    const batchMost = options.batchMost ?? BATCH_MOST;
+    if (!Number.isFinite(batchMs) || batchMs < 0) throw new RangeError(`batchMs: expected ms ≥ 0, got ${batchMs}`);
+    if (!Number.isInteger(batchMost) || batchMost < 0) throw new RangeError(`batchMost: expected a whole number ≥ 0, got ${batchMost}`);
+    // A batch's free concurrency slots are not renewed: it must end well within their lease.
+    this.batchMs = Math.min(batchMs, MAX_BATCH_MS, Math.floor(options.leaseMs / 2));
+    this.batchMost = batchMost;
+    this.scheduler = options.scheduler ?? timerScheduler;
     const r = options.redis;
     if (!('llmgwAdmit' in r)) {
       r.defineCommand('llmgwAdmit', { numberOfKeys: 5, lua: ADMIT_LUA });
-      r.defineCommand('llmgwSettle', { numberOfKeys: 4, lua: SETTLE_LUA });
+      r.defineCommand('llmgwRelease', { numberOfKeys: 5, lua: RELEASE_LUA });
       r.defineCommand('llmgwRenew', { numberOfKeys: 1, lua: RENEW_LUA });
     }
     this.redis = r as unknown as ScriptedRedis;
   }
 
   async admit(request: AdmitRequest): Promise<AdmitResult> {
-    const { limits } = request;
-    const day = utcDay(this.options.clock.now());
+    const { limits, key } = request;
+    const now = this.options.clock.now();
+    const day = utcDay(now);
     const n = (v: number | undefined): number => v ?? -1;
     // Whole tokens: the amount is part of the entry's name, and settle names it again.
     const reserve = Math.max(0, Math.round(request.reserveTokens));
-    const [admitted, refused, retry, reqCount, reqOldest, tokSum, tokOldest, now] = await this.send<Reply>('llmgwAdmit', [
-      ...this.keys(request.key, day),
-      request.requestId,
-      this.window,
-      n(limits.requestsPerMinute),
-      n(limits.tokensPerMinute),
-      reserve,
-      n(limits.concurrentRequests),
-      this.options.leaseMs,
-      n(limits.tokensPerDay),
-      2 * 86_400,
-    ]);
-    const reset = (oldest: number): number => (oldest < 0 ? 0 : oldest + this.window - now);
-    const rates = {
-      ...(limits.requestsPerMinute !== undefined && { requests: { limit: limits.requestsPerMinute, remaining: limits.requestsPerMinute - reqCount, resetMs: reset(reqOldest) } }),
-      ...(limits.tokensPerMinute !== undefined && { tokens: { limit: limits.tokensPerMinute, remaining: limits.tokensPerMinute - tokSum, resetMs: reset(tokOldest) } }),
-    };
+    this.count(key, now);
+    const spent = this.spendOpen(request, reserve, now, day);
+    if (spent !== undefined) return spent;
+    const coming = this.asking.get(key);
+    if (coming !== undefined) {
+      // A batch is on its way for this key: wait for it (one round trip, as going alone would) rather than ask Redis too.
+      await coming;
+      const fromIt = this.spendOpen(request, reserve, this.options.clock.now(), day);
+      if (fromIt !== undefined) return fromIt;
+    }
+    const size = this.batchSize(request, reserve);
+    const batchId = `${request.requestId}.batch`;
+    let reply: Reply;
+    try {
+      const asked = this.send<Reply>('llmgwAdmit', [
+        ...this.keys(key, day),
+        request.requestId,
+        this.window,
+        n(limits.requestsPerMinute),
+        n(limits.tokensPerMinute),
+        reserve,
+        n(limits.concurrentRequests),
+        this.options.leaseMs,
+        n(limits.tokensPerDay),
+        2 * 86_400,
+        batchId,
+        size,
+        size * reserve,
+        this.batchMs,
+        Math.max(1, Math.floor(request.routers ?? 1)),
+      ]);
+      if (size > 0) this.asking.set(key, asked.catch(() => undefined));
+      reply = await asked;
+    } finally {
+      if (size > 0) this.asking.delete(key);
+    }
+    const [admitted, refused, retry, reqCount, reqOldest, tokSum, tokOldest, redisNow, batched] = reply;
+    const seen = { reqCount, reqOldest, tokSum, tokOldest, redisNow, at: this.options.clock.now() };
+    const batch = batched === 1 ? this.grant(batchId, request, day, now, size, size * reserve, seen) : undefined;
+    const rates = this.rates(limits, seen, batch);
     if (admitted === 1) {
-      const ticket: Ticket = { key: request.key, requestId: request.requestId, limits, reserved: reserve, day, via: 'redis' };
+      const ticket: Ticket = { key, requestId: request.requestId, limits, reserved: reserve, day, via: 'redis' };
       return { admitted: true, ticket, ...rates };
     }
     const refusedBy = REFUSALS[refused];
-    const retryAfterMs = refusedBy === 'daily-tokens' ? msToNextUtcDay(now) : retry;
+    const retryAfterMs = refusedBy === 'daily-tokens' ? msToNextUtcDay(redisNow) : retry;
     return { admitted: false, refusedBy, retryAfterMs: Math.max(1, Math.ceil(retryAfterMs)), ...rates };
   }
 
@@ -232,16 +375,176 @@ export class RedisLimiter implements Limiter {
     const { limits } = ticket;
     const used = Math.max(0, Math.round(usedTokens));
     const tokens = limits.tokensPerMinute !== undefined || limits.tokensPerDay !== undefined;
+    const dayKept = limits.tokensPerDay !== undefined ? '1' : '0';
+    if (ticket.batch !== undefined) {
+      const batch = this.batches.get(ticket.batch);
+      if (batch === undefined) return;
+      batch.inFlight--;
+      if (!batch.closed) {
+        // Back to the batch: what it did not use is the batch's to spend again.
+        if (tokens) batch.tokensLeft += ticket.reserved - used;
+        if (ticket.slot !== undefined) batch.freeSlots.push(ticket.slot);
+        return;
+      }
+      // The batch was given back already: its entry keeps what this request used, and its slot goes,
+      // in one call with every other request of it that ends before the next write to Redis.
+      if (batch.inFlight === 0) this.batches.delete(batch.id);
+      if (tokens) batch.held += used - ticket.reserved;
+      if (ticket.slot !== undefined) batch.leaving.push(ticket.slot);
+      if (batch.held === batch.sent && batch.leaving.length === 0) return;
+      await new Promise<void>((resolve, reject) => {
+        batch.waiters.push({ resolve, reject });
+        this.returning.add(batch);
+        this.settleTimer ??= setTimeout(() => void this.flush([]), this.settleDelayMs);
+      });
+      return;
+    }
+    const conc = limits.concurrentRequests !== undefined;
     // Nothing to give back: no lease held and no reservation that differs from what was used.
-    if (limits.concurrentRequests === undefined && (!tokens || used === ticket.reserved)) return;
-    const [, tok, sum, conc, day] = this.keys(ticket.key, ticket.day);
-    await this.send('llmgwSettle', [tok, sum, conc, day, ticket.requestId, used, ticket.reserved, limits.tokensPerDay !== undefined ? '1' : '0']);
+    if (!conc && (!tokens || used === ticket.reserved)) return;
+    await this.send('llmgwRelease', [
+      ...this.keys(ticket.key, ticket.day),
+      ticket.requestId,
+      ticket.reserved,
+      tokens ? used : ticket.reserved,
+      dayKept,
+      0,
+      ...(conc ? [ticket.requestId] : []),
+    ]);
   }
 
   async renew(tickets: readonly Ticket[]): Promise<void> {
     const byKey = new Map<string, string[]>();
-    for (const t of tickets) if (t.limits.concurrentRequests !== undefined) byKey.set(t.key, [...(byKey.get(t.key) ?? []), t.requestId]);
+    for (const t of tickets) if (t.limits.concurrentRequests !== undefined) byKey.set(t.key, [...(byKey.get(t.key) ?? []), t.slot ?? t.requestId]);
     for (const [key, ids] of byKey) await this.redis.llmgwRenew(this.keys(key, '')[3], this.options.leaseMs, ...ids);
+  }
+
+  /** Gives back every batch's unused permits now (a router shutting down); requests in flight settle as usual. */
+  async close(): Promise<void> {
+    for (const batch of [...this.open.values()]) this.end(batch);
+    await this.flush([]);
+  }
+
+  /** Spends one permit of the key's open batch on the request, or ends the batch if it cannot serve it. */
+  private spendOpen(request: AdmitRequest, reserve: number, now: number, day: string): AdmitResult | undefined {
+    const open = this.open.get(request.key);
+    if (open === undefined) return undefined;
+    const spent = this.spend(open, request, reserve, now, day);
+    if (spent === undefined) this.end(open);
+    return spent;
+  }
+
+  /** Spends one permit of `batch` on the request, or says it cannot (ended, out of something, or the key changed). */
+  private spend(batch: Batch, request: AdmitRequest, reserve: number, now: number, day: string): AdmitResult | undefined {
+    const { limits } = request;
+    const tokens = limits.tokensPerMinute !== undefined || limits.tokensPerDay !== undefined;
+    const conc = limits.concurrentRequests !== undefined;
+    if (now >= batch.until || batch.day !== day || !sameLimits(batch.limits, limits)) return undefined;
+    if (batch.used >= batch.size || (tokens && batch.tokensLeft < reserve) || (conc && batch.freeSlots.length === 0)) return undefined;
+    batch.used++;
+    if (tokens) batch.tokensLeft -= reserve;
+    const slot = conc ? batch.freeSlots.pop() : undefined;
+    batch.inFlight++;
+    const ticket: Ticket = { key: request.key, requestId: request.requestId, limits, reserved: reserve, day, via: 'redis', batch: batch.id, ...(slot !== undefined && { slot }) };
+    return { admitted: true, ticket, ...this.rates(limits, batch.seen, batch) };
+  }
+
+  /** Records a granted batch and closes it when its time is up. */
+  private grant(id: string, request: AdmitRequest, day: string, askedAt: number, size: number, tokens: number, seen: Batch['seen']): Batch {
+    const conc = request.limits.concurrentRequests !== undefined;
+    const until = askedAt + this.batchMs;
+    const batch: Batch = {
+      id,
+      key: request.key,
+      limits: request.limits,
+      day,
+      until,
+      size,
+      used: 0,
+      tokensLeft: tokens,
+      held: tokens,
+      freeSlots: conc ? Array.from({ length: size }, (_, i) => `${id}#c${size - i}`) : [],
+      sent: tokens,
+      leaving: [],
+      waiters: [],
+      inFlight: 0,
+      closed: false,
+      cancel: () => undefined,
+      seen,
+    };
+    batch.cancel = this.scheduler.schedule(until - seen.at, () => this.end(batch));
+    const before = this.open.get(request.key);
+    if (before !== undefined) this.end(before);
+    this.open.set(request.key, batch);
+    this.batches.set(id, batch);
+    return batch;
+  }
+
+  /** Ends a batch: its unused request permits, tokens and free slots go back to Redis (errors leave them to expire). */
+  private end(batch: Batch): void {
+    if (batch.closed) return;
+    batch.closed = true;
+    batch.cancel();
+    if (this.open.get(batch.key) === batch) this.open.delete(batch.key);
+    if (batch.inFlight === 0) this.batches.delete(batch.id);
+    const unused = batch.limits.requestsPerMinute !== undefined ? Array.from({ length: batch.size - batch.used }, (_, i) => `${batch.id}#${batch.used + 1 + i}`) : [];
+    const held = batch.held;
+    batch.held = held - batch.tokensLeft;
+    batch.tokensLeft = 0;
+    const slots = batch.freeSlots.splice(0);
+    batch.sent = batch.held;
+    if (unused.length === 0 && slots.length === 0 && batch.held === held) return;
+    const dayKept = batch.limits.tokensPerDay !== undefined ? '1' : '0';
+    this.send('llmgwRelease', [...this.keys(batch.key, batch.day), batch.id, held, batch.held, dayKept, unused.length, ...unused, ...slots]).catch(() => undefined);
+  }
+
+  /** How many permits to ask for with this admission: 0 when the key is not busy here, or too near its limits. */
+  private batchSize(request: AdmitRequest, reserve: number): number {
+    const { key, limits } = request;
+    if (this.batchMost === 0 || this.batchMs === 0 || this.asking.has(key)) return 0;
+    const pace = this.pace.get(key);
+    let size = Math.min(this.batchMost, 2 * Math.max(pace?.count ?? 0, pace?.last ?? 0));
+    const routers = Math.max(1, Math.floor(request.routers ?? 1));
+    const within = (limit: number | undefined, per: number, share: number): void => {
+      if (limit !== undefined && per > 0) size = Math.min(size, Math.floor((limit * share) / per));
+    };
+    // A rate: this router's part of what the limit allows in one batch's time.
+    const rateShare = this.batchMs / this.window / routers;
+    within(limits.requestsPerMinute, 1, rateShare);
+    within(limits.tokensPerMinute, reserve, rateShare);
+    // A level (slots, the day's budget): a small part of it per router.
+    within(limits.concurrentRequests, 1, LEVEL_SHARE / routers);
+    within(limits.tokensPerDay, reserve, LEVEL_SHARE / routers);
+    return size >= BATCH_LEAST ? size : 0;
+  }
+
+  /** Counts an admission asked for, per key, in periods of `batchMs`. */
+  private count(key: string, now: number): void {
+    const pace = this.pace.get(key);
+    if (pace === undefined) {
+      this.pace.set(key, { start: now, count: 1, last: 0 });
+      return;
+    }
+    if (now - pace.start >= this.batchMs) {
+      pace.last = now - pace.start < 2 * this.batchMs ? pace.count : 0;
+      pace.start = now;
+      pace.count = 0;
+    }
+    pace.count++;
+  }
+
+  /** The rate headers' state: Redis's answer when it was given, less what has passed since, plus what this router's batch still holds. */
+  private rates(limits: KeyLimits, seen: Batch['seen'], batch: Batch | undefined): Pick<AdmitResult, 'requests' | 'tokens'> {
+    const since = Math.max(0, this.options.clock.now() - seen.at);
+    const reset = (oldest: number): number => (oldest < 0 ? 0 : Math.max(0, oldest + this.window - seen.redisNow - since));
+    const unusedRequests = batch !== undefined ? batch.size - batch.used : 0;
+    const unusedTokens = batch !== undefined ? Math.max(0, batch.tokensLeft) : 0;
+    return {
+      ...(limits.requestsPerMinute !== undefined && {
+        requests: { limit: limits.requestsPerMinute, remaining: limits.requestsPerMinute - seen.reqCount + unusedRequests, resetMs: reset(seen.reqOldest) },
+      }),
+      ...(limits.tokensPerMinute !== undefined && { tokens: { limit: limits.tokensPerMinute, remaining: limits.tokensPerMinute - seen.tokSum + unusedTokens, resetMs: reset(seen.tokOldest) } }),
+    };
   }
 
   /**
@@ -251,25 +554,38 @@ export class RedisLimiter implements Limiter {
   private send<T>(script: Queued['script'], args: Args): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       const call: Queued = { script, args, resolve: resolve as (value: unknown) => void, reject };
-      if (script === 'llmgwSettle') {
+      if (script === 'llmgwRelease') {
         this.queued.push(call);
-        this.settleTimer ??= setTimeout(() => this.flush([]), this.settleDelayMs);
+        this.settleTimer ??= setTimeout(() => void this.flush([]), this.settleDelayMs);
         return;
       }
-      this.flush([call]);
+      void this.flush([call]);
     });
   }
 
-  /** Writes the settles waiting and then `after` to Redis as one write (the socket corked while they are sent). */
-  private flush(after: Queued[]): void {
+  /**
+   * Writes the settles waiting and then `after` to Redis as one write (the socket corked while they
+   * are sent); resolves when every one has been answered (each caller hears its own outcome).
+   */
+  private flush(after: Queued[]): Promise<unknown> {
     clearTimeout(this.settleTimer);
     this.settleTimer = undefined;
-    const batch = this.queued.length === 0 ? after : [...this.queued, ...after];
+    // Given-back batches' releases go after the calls queued before them (their own give-back among them).
+    const returns = [...this.returning].map((b): Queued => {
+      const waiters = b.waiters;
+      const args = [...this.keys(b.key, b.day), b.id, b.sent, b.held, b.limits.tokensPerDay !== undefined ? '1' : '0', 0, ...b.leaving];
+      b.sent = b.held;
+      b.leaving = [];
+      b.waiters = [];
+      return { script: 'llmgwRelease', args, resolve: () => waiters.forEach((w) => w.resolve()), reject: (error) => waiters.forEach((w) => w.reject(error)) };
+    });
+    this.returning.clear();
+    const batch = [...this.queued, ...returns, ...after];
     this.queued = [];
     const stream = batch.length > 1 ? this.redis.stream : undefined;
     stream?.cork();
     try {
-      for (const q of batch) this.redis[q.script](...q.args).then(q.resolve, q.reject);
+      return Promise.all(batch.map((q) => this.redis[q.script](...q.args).then(q.resolve, q.reject)));
     } finally {
       stream?.uncork();
     }
@@ -280,4 +596,8 @@ export class RedisLimiter implements Limiter {
     const base = `${this.options.prefix}{${key}}`;
     return [`${base}:req`, `${base}:tokens`, `${base}:tokensum`, `${base}:conc`, `${base}:day:${day}`];
   }
+}
+
+function sameLimits(a: KeyLimits, b: KeyLimits): boolean {
+  return a.requestsPerMinute === b.requestsPerMinute && a.tokensPerMinute === b.tokensPerMinute && a.concurrentRequests === b.concurrentRequests && a.tokensPerDay === b.tokensPerDay;
 }

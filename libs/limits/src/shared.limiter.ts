@@ -38,8 +38,9 @@ export class SharedLimiter implements Limiter {
     const now = this.options.clock.now();
     if (this.failedAt === undefined || now - this.failedAt >= this.options.retryMs) {
       try {
-        const result = await shared.admit(request);
-        this.recovered();
+        const result = await shared.admit({ ...request, routers: this.options.routers() });
+        // Spent from a batch the router already held: Redis was not asked, so says nothing of it.
+        if (result.ticket?.batch === undefined) this.recovered();
         return result;
       } catch (error) {
         this.failed(now, error);
@@ -69,6 +70,11 @@ export class SharedLimiter implements Limiter {
     } catch (error) {
       this.failed(this.options.clock.now(), error);
     }
+  }
+
+  /** Gives back what the shared store holds for this router ahead of use (its batches of permits): a router shutting down. */
+  async close(): Promise<void> {
+    await this.options.shared?.close?.().catch(() => undefined);
   }
 
   private failed(now: number, error: unknown): void {

@@ -165,6 +165,8 @@ export const routerConfigSchema = z
     LLMGW_ROUTER_TOKEN_ESTIMATE: env.integer(1, 10_000_000, { default: 1_024 }),
     /** How long a request's claim on a concurrency limit lasts without renewal (what a dead router can leak). */
     LLMGW_ROUTER_LIMIT_LEASE: envVar(durationAtLeast(1_000), { default: 60_000 }),
+    /** The most permits of a busy key this router takes from Redis ahead of use (one round trip per batch); 0: every request asks Redis. */
+    LLMGW_ROUTER_LIMIT_BATCH: env.integer(0, 1_024, { default: 64 }),
     /** How often replica last-used times go to the controller. */
     LLMGW_ROUTER_USAGE_INTERVAL: envVar(durationAtLeast(10), { default: 10_000 }),
     /** Upper bound of Retry-After on 429/503. */
@@ -232,7 +234,7 @@ export const routerConfigSchema = z
       unavailableAfter: e.LLMGW_ROUTER_SCRAPE_UNAVAILABLE_AFTER,
     },
     usageIntervalMs: e.LLMGW_ROUTER_USAGE_INTERVAL,
-    limits: { redisUrl: e.LLMGW_REDIS_URL, redisPrefix: e.LLMGW_ROUTER_REDIS_PREFIX, redisTimeoutMs: e.LLMGW_ROUTER_REDIS_TIMEOUT, tokenEstimate: e.LLMGW_ROUTER_TOKEN_ESTIMATE, leaseMs: e.LLMGW_ROUTER_LIMIT_LEASE },
+    limits: { redisUrl: e.LLMGW_REDIS_URL, redisPrefix: e.LLMGW_ROUTER_REDIS_PREFIX, redisTimeoutMs: e.LLMGW_ROUTER_REDIS_TIMEOUT, tokenEstimate: e.LLMGW_ROUTER_TOKEN_ESTIMATE, leaseMs: e.LLMGW_ROUTER_LIMIT_LEASE, batchMost: e.LLMGW_ROUTER_LIMIT_BATCH },
     watch: { backoffMinMs: e.LLMGW_ROUTER_WATCH_BACKOFF_MIN, backoffMaxMs: e.LLMGW_ROUTER_WATCH_BACKOFF_MAX },
     drain: { delayMs: e.LLMGW_ROUTER_DRAIN_DELAY, timeoutMs: e.LLMGW_ROUTER_DRAIN_TIMEOUT },
   }));
