@@ -1,6 +1,7 @@
 // Limiter round trip: what one admission against a key's limits in Redis costs the router, next
 // to a bare PING over the same connection, measured in one run against a redis-server of the
-// benchmark's own. Open loop at a fixed rate (default 1,000 calls/s), cases interleaved over
+// benchmark's own: request by request (LLMGW_ROUTER_LIMIT_BATCH=0) and with the router's default
+// batches of permits taken ahead of use. Open loop at a fixed rate (default 1,000 calls/s), cases interleaved over
 // rounds; p50 and p99 are the median over rounds of each round's percentile. Redis CPU µs/call is
 // the redis-server's CPU time (from /proc) over the calls of the case.
 // Usage: node tools/run.cjs tools/bench/limits.bench.ts [--rate 1000] [--seconds 2] [--rounds 5] [--no-write]
@@ -59,23 +60,32 @@ interface Case {
 async function main(): Promise<void> {
   const redis = await startRedis();
   const client = new Redis(redis.url, { maxRetriesPerRequest: 1, commandTimeout: 2_000 });
-  const limiter = new RedisLimiter({ redis: client, prefix: `bench:${process.pid}:`, leaseMs: 30_000, clock });
-  const admit = () => limiter.admit({ key: 'bench', limits: LIMITS, requestId: randomUUID(), reserveTokens: 20 });
+  const single = new RedisLimiter({ redis: client, prefix: `bench:${process.pid}:`, leaseMs: 30_000, clock, batchMost: 0 });
+  const batched = new RedisLimiter({ redis: client, prefix: `bench:${process.pid}:`, leaseMs: 30_000, clock });
+  // Script calls sent to Redis, counted on the client both limiters defined them on.
+  const scripted = client as unknown as Record<string, (...a: unknown[]) => Promise<unknown>>;
+  let scriptCalls = 0;
+  for (const name of ['llmgwAdmit', 'llmgwRelease']) {
+    const call = scripted[name].bind(client);
+    scripted[name] = (...a) => {
+      scriptCalls++;
+      return call(...a);
+    };
+  }
+  const admitted = (limiter: RedisLimiter, key: string, settle: boolean) => async () => {
+    const r = await limiter.admit({ key, limits: LIMITS, requestId: randomUUID(), reserveTokens: 20 });
+    if (settle && r.ticket !== undefined) {
+      const ticket = r.ticket;
+      setTimeout(() => void limiter.settle(ticket, 4).catch(() => undefined), 1);
+    }
+  };
   const cases: Case[] = [
     { name: 'PING (bare round trip)', call: () => client.ping() },
-    { name: 'admission (rpm, tpm, concurrency)', call: admit },
-    {
-      name: 'admission, settled 1 ms later',
-      call: async () => {
-        const r = await admit();
-        if (r.ticket !== undefined) {
-          const ticket = r.ticket;
-          setTimeout(() => void limiter.settle(ticket, 4).catch(() => undefined), 1);
-        }
-      },
-    },
+    { name: 'admission (rpm, tpm, concurrency), request by request', call: admitted(single, 'single', false) },
+    { name: 'admission, settled 1 ms later, request by request', call: admitted(single, 'settled', true) },
+    { name: 'admission, settled 1 ms later, with batches (default)', call: admitted(batched, 'batched', true) },
   ];
-  const results = new Map<string, { p50: number[]; p99: number[]; cpu: number[] }>(cases.map((c) => [c.name, { p50: [], p99: [], cpu: [] }]));
+  const results = new Map<string, { p50: number[]; p99: number[]; cpu: number[]; calls: number[] }>(cases.map((c) => [c.name, { p50: [], p99: [], cpu: [], calls: [] }]));
   try {
     await client.ping();
     for (const c of cases) await openLoop(c.call); // warm-up: connection, scripts loaded, structures sized
@@ -84,9 +94,12 @@ async function main(): Promise<void> {
       for (let k = 0; k < cases.length; k++) {
         const c = cases[(k + round) % cases.length];
         const before = cpuMicros([redis.process.pid]);
+        const callsBefore = scriptCalls;
         const latencies = await openLoop(c.call);
+        await new Promise((r) => setTimeout(r, 20)); // the last settles' write
         const after = cpuMicros([redis.process.pid]);
         const r = results.get(c.name)!;
+        r.calls.push((scriptCalls - callsBefore) / latencies.length);
         r.p50.push(percentile(latencies, 50));
         r.p99.push(percentile(latencies, 99));
         if (before !== undefined && after !== undefined) r.cpu.push((after - before) / latencies.length);
@@ -99,22 +112,29 @@ async function main(): Promise<void> {
   }
   const median = (xs: readonly number[]): number => percentile(xs, 50);
   const ping = median(results.get(cases[0].name)!.p50);
-  const rows = [['call', 'p50 ms', 'p99 ms', 'p50 vs PING', 'Redis CPU µs/call']];
+  const rows = [['call', 'p50 ms', 'p99 ms', 'p50 vs PING', 'Redis CPU µs/call', 'scripts sent/call']];
   for (const c of cases) {
     const r = results.get(c.name)!;
-    rows.push([c.name, median(r.p50).toFixed(3), median(r.p99).toFixed(3), (median(r.p50) / ping).toFixed(2), r.cpu.length > 0 ? median(r.cpu).toFixed(0) : '-']);
+    rows.push([
+      c.name,
+      median(r.p50).toFixed(3),
+      median(r.p99).toFixed(3),
+      (median(r.p50) / ping).toFixed(2),
+      r.cpu.length > 0 ? median(r.cpu).toFixed(0) : '-',
+      c === cases[0] ? '-' : median(r.calls).toFixed(3),
+    ]);
   }
   printTable(rows);
   if (args['no-write']) return;
   const path = writeSection(
     'limits',
-    'Key limits: one admission against Redis',
+    'Key limits: one admission against Redis, request by request and with batches',
     [
       'Command: `npm run bench:limits` (`node tools/run.cjs tools/bench/limits.bench.ts`).',
       '',
       `Machine: ${machineLine(os.cpus(), os.totalmem())}.`,
       '',
-      `One ioredis client in the benchmark process and a redis-server of its own on 127.0.0.1. Open loop at ${RATE} calls/s, ${ROUNDS} rounds × ${SECONDS} s per case after a warm-up round, cases interleaved and rotated; p50 and p99 are the median over rounds of each round's percentile. The admission is libs/limits' RedisLimiter with bench:router's key (requests, tokens per minute and concurrency, all far above the load, so every call is admitted and recorded in the sliding windows); "settled 1 ms later" gives the concurrency lease back as a finished request does, the settle riding with the next admission's write. Redis CPU µs/call = the redis-server's CPU time over the case's calls.`,
+      `One ioredis client in the benchmark process and a redis-server of its own on 127.0.0.1. Open loop at ${RATE} calls/s, ${ROUNDS} rounds × ${SECONDS} s per case after a warm-up round, cases interleaved and rotated; p50 and p99 are the median over rounds of each round's percentile. The admission is libs/limits' RedisLimiter with bench:router's key (requests, tokens per minute and concurrency, all far above the load, so every call is admitted and recorded in the sliding windows); "settled 1 ms later" gives the concurrency lease back as a finished request does, the settle riding with the next admission's write. Redis CPU µs/call = the redis-server's CPU time over the case's calls. "request by request" is a router with LLMGW_ROUTER_LIMIT_BATCH=0; "with batches" is the default, where a busy key spends batches of up to 64 permits taken from Redis ahead of use (libs/limits README); scripts sent/call counts the admit and release scripts that went to Redis per admission.`,
       '',
       markdownTable(rows),
     ].join('\n'),
