@@ -3,7 +3,7 @@
 // time), then what only Redis can show: exact limits across several routers' clients at once.
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { systemClock, type KeyLimits } from '@llmgw/domain';
+import { systemClock, type Clock, type KeyLimits, type Scheduler } from '@llmgw/domain';
 import { FakeClock, testRedisUrl } from '@llmgw/testing';
 import Redis from 'ioredis';
 import { afterAll, describe, expect, it, vi } from 'vitest';
@@ -205,7 +205,7 @@ describe('redis limiter across routers', () => {
 
 describe('redis limiter: batches of permits taken ahead of use', () => {
   const BATCH_MS = 150;
-  const make = (prefix: string, options: { windowMs?: number } = {}) => {
+  const make = (prefix: string, options: { windowMs?: number; clock?: Clock; scheduler?: Scheduler } = {}) => {
     const redis = redisClient();
     const limiter = new RedisLimiter({ redis, prefix, leaseMs: 30_000, clock: systemClock, batchMs: BATCH_MS, ...options });
     // Every admission that went to Redis (the limiter defined the script on this client).
@@ -240,7 +240,16 @@ describe('redis limiter: batches of permits taken ahead of use', () => {
 
   it('dates a batch’s entries at its end, spends nothing of it after that, and gives back the rest', async () => {
     const prefix = `llmgw-test:${randomUUID()}:`;
-    const { limiter, redis, asked } = make(prefix);
+    // The router's clock and timers by hand (Redis keeps its own clock: the entries' dates are its).
+    const clock = new FakeClock(Date.now());
+    const due: { at: number; fn: () => void }[] = [];
+    const scheduler: Scheduler = {
+      schedule: (delayMs, fn) => {
+        due.push({ at: clock.now() + delayMs, fn });
+        return () => undefined;
+      },
+    };
+    const { limiter, redis, asked } = make(prefix, { clock, scheduler });
     const limits = { requestsPerMinute: 1_000_000 };
     const results: AdmitResult[] = [];
     for (let i = 0; i < 3; i++) results.push(await limiter.admit({ key: 'k', limits, requestId: `d${i}`, reserveTokens: 0 }));
@@ -252,12 +261,15 @@ describe('redis limiter: batches of permits taken ahead of use', () => {
     expect([...at.keys()].sort()).toEqual(['d0', 'd1', 'd1.batch#1', 'd1.batch#2', 'd1.batch#3', 'd1.batch#4']);
     for (let i = 1; i <= 4; i++) expect(at.get(`d1.batch#${i}`)).toBe(at.get('d1')! + BATCH_MS);
     const before = asked.mock.calls.length;
-    await sleep(BATCH_MS + 50);
+    // Its time is up on the router's clock: not spent, though its timer has not fired yet.
+    clock.advance(BATCH_MS);
     const late = await limiter.admit({ key: 'k', limits, requestId: 'late', reserveTokens: 0 });
     expect(late.ticket?.batch).toBeUndefined();
     expect(asked.mock.calls.length).toBe(before + 1);
-    // The three permits it never used are gone from the window; the one it spent stays (the late
-    // admission, in a key as busy as ever, took a batch of its own).
+    // The three permits it never used are gone from the window (given back in the late admission's
+    // write, ahead of it); the one it spent stays. The late admission, in a key as busy as ever,
+    // took a batch of its own, whose timer is set for its end.
+    expect(due.map((d) => d.at)).toEqual([clock.now(), clock.now() + BATCH_MS]);
     const left = await redis.zrange(key(prefix, 'k', 'req'), 0, -1);
     expect(left.filter((name) => !name.startsWith('late.batch#')).sort()).toEqual(['d0', 'd1', 'd1.batch#1', 'late']);
   });
@@ -285,19 +297,23 @@ describe('redis limiter: batches of permits taken ahead of use', () => {
     const limits = { requestsPerMinute: LIMIT };
     let admitted = 0;
     let batched = 0;
-    let refusedAt: number | undefined;
+    let refused = false;
+    let lastAdmitted = Date.now();
+    const deadline = Date.now() + 15_000;
     let n = 0;
     const wrongRefusals: AdmitResult[] = [];
     const worker = async (limiter: Limiter): Promise<void> => {
-      // Until every batch granted before the first refusal has ended and been spent or given back.
-      while (refusedAt === undefined || Date.now() - refusedAt < 4 * BATCH_MS) {
+      // Until refusals have come and nothing was admitted for three batches' time: every batch has
+      // ended, and what any gave back has been taken by the others.
+      while ((!refused || Date.now() - lastAdmitted < 3 * BATCH_MS) && Date.now() < deadline) {
         const r = await limiter.admit({ key: 'hammered', limits, requestId: `h${++n}`, reserveTokens: 0, routers: 3 });
         if (r.admitted) {
           admitted++;
+          lastAdmitted = Date.now();
           if (r.ticket?.batch !== undefined) batched++;
         } else {
           if (r.refusedBy !== 'requests') wrongRefusals.push(r);
-          refusedAt ??= Date.now();
+          refused = true;
           await sleep(1);
         }
       }
