@@ -6,6 +6,9 @@ import type { Clock, Scheduler } from './clock';
 /** Wall-clock time (Date.now()). */
 export const systemClock: Clock = { now: () => Date.now() };
 
+/** Monotonic time (performance.now(), ms): for measuring spans a wall-clock step must not bend. Not an epoch time. */
+export const monotonicClock: Clock = { now: () => performance.now() };
+
 /** A Scheduler on setTimeout. */
 export const timerScheduler: Scheduler = {
   schedule(delayMs, fn) {

@@ -205,8 +205,7 @@ describe('redis limiter across routers', () => {
 
 describe('redis limiter: batches of permits taken ahead of use', () => {
   const BATCH_MS = 150;
-  const make = (prefix: string, options: { windowMs?: number; clock?: Clock; scheduler?: Scheduler } = {}) => {
-    const redis = redisClient();
+  const make = (prefix: string, options: { windowMs?: number; clock?: Clock; timer?: Clock; scheduler?: Scheduler } = {}, redis = redisClient()) => {
     const limiter = new RedisLimiter({ redis, prefix, leaseMs: 30_000, clock: systemClock, batchMs: BATCH_MS, ...options });
     // Every admission that went to Redis (the limiter defined the script on this client).
     const asked = vi.spyOn(redis as unknown as { llmgwAdmit: (...args: unknown[]) => Promise<unknown> }, 'llmgwAdmit');
@@ -240,8 +239,10 @@ describe('redis limiter: batches of permits taken ahead of use', () => {
 
   it('dates a batch’s entries at its end, spends nothing of it after that, and gives back the rest', async () => {
     const prefix = `llmgw-test:${randomUUID()}:`;
-    // The router's clock and timers by hand (Redis keeps its own clock: the entries' dates are its).
-    const clock = new FakeClock(Date.now());
+    // The router's clocks and timers by hand (Redis keeps its own clock: the entries' dates are its).
+    // Batches are timed on `clock` (monotonic time); `wall` only names the day.
+    const clock = new FakeClock(1_000);
+    const wall = new FakeClock(Date.now());
     const due: { at: number; fn: () => void }[] = [];
     const scheduler: Scheduler = {
       schedule: (delayMs, fn) => {
@@ -249,7 +250,7 @@ describe('redis limiter: batches of permits taken ahead of use', () => {
         return () => undefined;
       },
     };
-    const { limiter, redis, asked } = make(prefix, { clock, scheduler });
+    const { limiter, redis, asked } = make(prefix, { clock: wall, timer: clock, scheduler });
     const limits = { requestsPerMinute: 1_000_000 };
     const results: AdmitResult[] = [];
     for (let i = 0; i < 3; i++) results.push(await limiter.admit({ key: 'k', limits, requestId: `d${i}`, reserveTokens: 0 }));
@@ -261,8 +262,10 @@ describe('redis limiter: batches of permits taken ahead of use', () => {
     expect([...at.keys()].sort()).toEqual(['d0', 'd1', 'd1.batch#1', 'd1.batch#2', 'd1.batch#3', 'd1.batch#4']);
     for (let i = 1; i <= 4; i++) expect(at.get(`d1.batch#${i}`)).toBe(at.get('d1')! + BATCH_MS);
     const before = asked.mock.calls.length;
-    // Its time is up on the router's clock: not spent, though its timer has not fired yet.
+    // Its time is up on the router's monotonic clock: not spent, though its timer has not fired yet
+    // and the wall clock has just stepped back ten seconds.
     clock.advance(BATCH_MS);
+    wall.set(wall.now() - 10_000);
     const late = await limiter.admit({ key: 'k', limits, requestId: 'late', reserveTokens: 0 });
     expect(late.ticket?.batch).toBeUndefined();
     expect(asked.mock.calls.length).toBe(before + 1);
@@ -274,6 +277,31 @@ describe('redis limiter: batches of permits taken ahead of use', () => {
     expect(left.filter((name) => !name.startsWith('late.batch#')).sort()).toEqual(['d0', 'd1', 'd1.batch#1', 'late']);
   });
 
+  it('withdraws an admission whose answer came too late, and the batch it asked for, once Redis runs it', async () => {
+    const prefix = `llmgw-test:${randomUUID()}:`;
+    // The router's client: a command timeout well under Redis's stall, no retries.
+    const fast = new Redis(testRedisUrl(), { maxRetriesPerRequest: 0, commandTimeout: 50 });
+    clients.push(fast);
+    const { limiter, redis } = make(prefix, {}, fast);
+    const other = redisClient();
+    const limits = { requestsPerMinute: 1_000_000, concurrentRequests: 10_000, tokensPerDay: 1_000_000_000 };
+    const first = await limiter.admit({ key: 'k', limits, requestId: 'first', reserveTokens: 10 });
+    expect(first.admitted).toBe(true);
+    // Redis busy for 300 ms (one script at a time): the next admission, the key's second, asks for a batch and times out.
+    const stall = other.eval(
+      "local s = redis.call('TIME') local t0 = s[1] * 1000000 + s[2] repeat local n = redis.call('TIME') until n[1] * 1000000 + n[2] - t0 > 300000 return 1",
+      0,
+    );
+    await sleep(20);
+    await expect(limiter.admit({ key: 'k', limits, requestId: 'lost', reserveTokens: 10 })).rejects.toThrow(/timed out/i);
+    await stall;
+    await sleep(100);
+    // It ran, batch and all, and was withdrawn: only the first admission is held.
+    expect(await redis.zrange(key(prefix, 'k', 'req'), 0, -1)).toEqual(['first']);
+    expect(await redis.zrange(key(prefix, 'k', 'conc'), 0, -1)).toEqual(['first']);
+    expect(Number(await redis.get(key(prefix, 'k', `day:${first.ticket!.day}`)))).toBe(10);
+  });
+
   it('gives back every unused permit at once when the router closes it', async () => {
     const prefix = `llmgw-test:${randomUUID()}:`;
     const { limiter, redis } = make(prefix);
@@ -282,8 +310,13 @@ describe('redis limiter: batches of permits taken ahead of use', () => {
     for (let i = 0; i < 20; i++) tickets.push((await limiter.admit({ key: 'k', limits, requestId: `c${i}`, reserveTokens: 0 })).ticket!);
     await limiter.close();
     expect(await redis.zcard(key(prefix, 'k', 'req'))).toBe(20);
+    // Closed: no more batches, though the key is as busy as before.
+    const after = await Promise.all(Array.from({ length: 5 }, (_, i) => limiter.admit({ key: 'k', limits, requestId: `after${i}`, reserveTokens: 0 })));
+    expect(after.map((r) => [r.admitted, r.ticket?.batch])).toEqual(Array.from({ length: 5 }, () => [true, undefined]));
+    tickets.push(...after.map((r) => r.ticket!));
+    expect(await redis.zcard(key(prefix, 'k', 'req'))).toBe(25);
     // Requests still in flight hold their slots, and give them back when they settle.
-    expect(await redis.zcard(key(prefix, 'k', 'conc'))).toBe(20);
+    expect(await redis.zcard(key(prefix, 'k', 'conc'))).toBe(25);
     for (const t of tickets) await limiter.settle(t, 0);
     await sleep(50);
     expect(await redis.zcard(key(prefix, 'k', 'conc'))).toBe(0);
@@ -298,6 +331,7 @@ describe('redis limiter: batches of permits taken ahead of use', () => {
     let admitted = 0;
     let batched = 0;
     let refused = false;
+    let soonestRetry = Infinity;
     let lastAdmitted = Date.now();
     const deadline = Date.now() + 15_000;
     let n = 0;
@@ -313,6 +347,7 @@ describe('redis limiter: batches of permits taken ahead of use', () => {
           if (r.ticket?.batch !== undefined) batched++;
         } else {
           if (r.refusedBy !== 'requests') wrongRefusals.push(r);
+          soonestRetry = Math.min(soonestRetry, r.retryAfterMs ?? 0);
           refused = true;
           await sleep(1);
         }
@@ -323,6 +358,9 @@ describe('redis limiter: batches of permits taken ahead of use', () => {
     const asked = fleet.reduce((sum, f) => sum + f.asked.mock.calls.length, 0);
     process.stdout.write(`[batches] limit ${LIMIT}: ${admitted} admitted, ${batched} from batches, ${asked} admissions asked of Redis\n`);
     expect(wrongRefusals).toEqual([]);
+    // A refusal's retry is when the oldest entry leaves the window (20 s after the run began, which
+    // took a few seconds at most), not when some batch ends.
+    expect(soonestRetry).toBeGreaterThan(10_000);
     expect(admitted).toBe(LIMIT);
     expect(await fleet[0].redis.zcard(key(prefix, 'hammered', 'req'))).toBe(LIMIT);
     expect(batched).toBeGreaterThan(LIMIT / 2);

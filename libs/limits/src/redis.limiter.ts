@@ -1,4 +1,4 @@
-import { timerScheduler, type Clock, type KeyLimits, type Scheduler } from '@llmgw/domain';
+import { monotonicClock, timerScheduler, type Clock, type KeyLimits, type Scheduler } from '@llmgw/domain';
 import type Redis from 'ioredis';
 import { MINUTE_MS, msToNextUtcDay, utcDay, type AdmitRequest, type AdmitResult, type LimitName, type Limiter, type Ticket } from './limiter.port';
 
@@ -54,9 +54,6 @@ if rpm >= 0 and reqCount >= rpm then
   refused = 1
   local nth = redis.call('ZRANGE', KEYS[1], reqCount - rpm, reqCount - rpm, 'WITHSCORES')
   retry = tonumber(nth[2]) + window - now
-  -- A batch's entries are dated at its end, when what it did not use comes back.
-  local soon = redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. now, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
-  if #soon > 0 then retry = math.min(retry, tonumber(soon[2]) - now) end
 elseif tpm >= 0 and tokSum + reserve > tpm then
   refused = 2
   retry = window
@@ -134,12 +131,21 @@ return { refused == 0 and 1 or 0, refused, retry, reqCount, reqOldest, tokSum, t
 `;
 
 // KEYS: as ADMIT_LUA's. ARGV: entry id (a request's, or a batch's), the tokens its entry holds, the
-// tokens it keeps, whether the day's budget is kept (1/0), how many request entries to remove,
-// those entries, then the concurrency entries to remove. A token entry keeps its time and expiry;
+// tokens it keeps, whether the day's budget is kept (1/0), a probe (which window holds the entry
+// named next: r(equests), c(oncurrency), t(okens); '' for none) and that entry, how many request
+// entries to remove, those entries, then the concurrency entries to remove. With a probe, nothing
+// changes unless the entry is there: an admission whose answer never came is withdrawn only if it
+// ran. A token entry keeps its time and expiry;
 // only its amount changes (and the sum with it), so a release never extends a key. What already
 // left the window is not touched.
 const RELEASE_LUA = `
 local id, held, kept = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
+local probe = ARGV[5]
+if probe ~= '' then
+  local where = KEYS[2]
+  if probe == 'r' then where = KEYS[1] elseif probe == 'c' then where = KEYS[4] end
+  if not redis.call('ZSCORE', where, ARGV[6]) then return 0 end
+end
 if kept ~= held then
   local name = id .. ':' .. ARGV[2]
   local at = redis.call('ZSCORE', KEYS[2], name)
@@ -150,9 +156,9 @@ if kept ~= held then
   end
   if ARGV[4] == '1' and redis.call('EXISTS', KEYS[5]) == 1 then redis.call('INCRBY', KEYS[5], kept - held) end
 end
-local n = tonumber(ARGV[5])
-if n > 0 then redis.call('ZREM', KEYS[1], unpack(ARGV, 6, 5 + n)) end
-if #ARGV > 5 + n then redis.call('ZREM', KEYS[4], unpack(ARGV, 6 + n, #ARGV)) end
+local n = tonumber(ARGV[7])
+if n > 0 then redis.call('ZREM', KEYS[1], unpack(ARGV, 8, 7 + n)) end
+if #ARGV > 7 + n then redis.call('ZREM', KEYS[4], unpack(ARGV, 8 + n, #ARGV)) end
 return 1
 `;
 
@@ -194,8 +200,12 @@ export const BATCH_MS = 1_000;
 export const BATCH_MOST = 64;
 /** The fewest permits worth a batch: a key that would get fewer is admitted request by request. */
 export const BATCH_LEAST = 4;
-/** A batch takes at most this part of a concurrency limit or a daily budget ÷ the routers. */
+/** How many keys' pace the limiter keeps before it forgets idle ones. */
+const PACE_KEYS = 4_096;
+/** A batch takes at most this part of a concurrency limit ÷ the routers. */
 const LEVEL_SHARE = 1 / 16;
+/** A batch takes at most this part of a daily budget ÷ the routers. */
+const DAY_SHARE = 1 / 64;
 
 const REFUSALS: Record<number, LimitName> = { 1: 'requests', 2: 'tokens', 3: 'concurrency', 4: 'daily-tokens' };
 
@@ -206,10 +216,12 @@ export interface RedisLimiterOptions {
   readonly prefix: string;
   /** How long a concurrency claim lasts without renewal (ms): what a router that dies can leak. */
   readonly leaseMs: number;
-  /** Names the UTC day of the daily budget, and times batches (the router's clock). */
+  /** Names the UTC day of the daily budget (the router's clock). */
   readonly clock: Clock;
   /** Closes a batch when its time is up (default: timers). */
   readonly scheduler?: Scheduler;
+  /** Times batches and the key's pace (default: monotonic time; a wall clock that steps back must not let a batch be spent past its end). */
+  readonly timer?: Clock;
   /** The rate window (default one minute; tests shorten it). */
   readonly windowMs?: number;
   /** How long a settle may wait to go to Redis in one write with the next admission (ms; default {@link SETTLE_DELAY_MS}). */
@@ -265,15 +277,19 @@ interface Batch {
  * Batches: a key busy on this router (at least two admissions within `batchMs`) and far from its
  * limits asks, with an admission, for a batch of permits: up to `batchMost` requests, as many
  * concurrency slots and that many times the request's reserved tokens; no more than this router's
- * part of what a rate allows in `batchMs` (limit × batchMs ÷ window ÷ routers) nor 1/16 of a
- * concurrency limit or daily budget ÷ routers, and at least {@link BATCH_LEAST}. Redis grants it
+ * part of what a rate allows in `batchMs` (limit × batchMs ÷ window ÷ routers), 1/16 of a
+ * concurrency limit ÷ routers or 1/64 of a daily budget ÷ routers, and at least
+ * {@link BATCH_LEAST}; a key with only a daily budget does not batch. Redis grants it
  * only while the key's remaining budget holds one like it for each of the routers. The
  * router spends it without a round trip until it runs out or `batchMs` passes, then gives back
  * what it did not use. Limits stay exact: Redis recorded the batch whole before any of it was
  * spent, and its request and token entries are dated at its end, so they count in every window
- * one of its uses falls in. What it costs: near a limit no batch is granted (the last
- * N × batch go request by request), and permits a router holds unused are refused to the others
- * for at most `batchMs` (or a window, if the router dies holding them).
+ * one of its uses falls in. Batches are timed on monotonic time, so a wall-clock step cannot
+ * stretch one. An admission whose answer is lost (a timeout) is withdrawn, batch and all, if it
+ * ran. What it costs: near a limit no batch is granted (the last N × batch go request by
+ * request), and permits a router holds unused are refused to the others for at most `batchMs`;
+ * if the router dies holding them, until they leave the window (the lease for slots; the day's
+ * end for daily tokens).
  */
 export class RedisLimiter implements Limiter {
   private readonly redis: ScriptedRedis;
@@ -288,6 +304,10 @@ export class RedisLimiter implements Limiter {
   private readonly open = new Map<string, Batch>();
   /** Every batch open or with requests in flight, by id. */
   private readonly batches = new Map<string, Batch>();
+  /** Times batches (monotonic: a wall-clock step must not stretch one). */
+  private readonly timer: Clock;
+  /** After close(): no more batches. */
+  private closed = false;
   /** Given-back batches with requests that ended since their last release was sent. */
   private readonly returning = new Set<Batch>();
   /** Keys with an admission on its way that asks for a batch (one at a time per key), and when its answer is in. */
@@ -306,6 +326,7 @@ export class RedisLimiter implements Limiter {
     this.batchMs = Math.min(batchMs, MAX_BATCH_MS, Math.floor(options.leaseMs / 2));
     this.batchMost = batchMost;
     this.scheduler = options.scheduler ?? timerScheduler;
+    this.timer = options.timer ?? monotonicClock;
     const r = options.redis;
     if (!('llmgwAdmit' in r)) {
       r.defineCommand('llmgwAdmit', { numberOfKeys: 5, lua: ADMIT_LUA });
@@ -317,23 +338,23 @@ export class RedisLimiter implements Limiter {
 
   async admit(request: AdmitRequest): Promise<AdmitResult> {
     const { limits, key } = request;
-    const now = this.options.clock.now();
-    const day = utcDay(now);
+    const day = utcDay(this.options.clock.now());
     const n = (v: number | undefined): number => v ?? -1;
     // Whole tokens: the amount is part of the entry's name, and settle names it again.
     const reserve = Math.max(0, Math.round(request.reserveTokens));
-    this.count(key, now);
-    const spent = this.spendOpen(request, reserve, now, day);
+    this.count(key, this.timer.now());
+    const spent = this.spendOpen(request, reserve, day);
     if (spent !== undefined) return spent;
     const coming = this.asking.get(key);
     if (coming !== undefined) {
       // A batch is on its way for this key: wait for it (one round trip, as going alone would) rather than ask Redis too.
       await coming;
-      const fromIt = this.spendOpen(request, reserve, this.options.clock.now(), day);
+      const fromIt = this.spendOpen(request, reserve, day);
       if (fromIt !== undefined) return fromIt;
     }
     const size = this.batchSize(request, reserve);
     const batchId = `${request.requestId}.batch`;
+    const askedAt = this.timer.now();
     let reply: Reply;
     try {
       const asked = this.send<Reply>('llmgwAdmit', [
@@ -355,12 +376,18 @@ export class RedisLimiter implements Limiter {
       ]);
       if (size > 0) this.asking.set(key, asked.catch(() => undefined));
       reply = await asked;
+    } catch (error) {
+      // No answer (a timeout, a dropped connection): the script may still run, or have run. Withdraw
+      // what it would have written, if it did, so a batch nobody holds is not left in the windows.
+      this.withdraw(request, day, reserve, request.requestId, undefined);
+      if (size > 0) this.withdraw(request, day, size * reserve, batchId, size);
+      throw error;
     } finally {
       if (size > 0) this.asking.delete(key);
     }
     const [admitted, refused, retry, reqCount, reqOldest, tokSum, tokOldest, redisNow, batched] = reply;
-    const seen = { reqCount, reqOldest, tokSum, tokOldest, redisNow, at: this.options.clock.now() };
-    const batch = batched === 1 ? this.grant(batchId, request, day, now, size, size * reserve, seen) : undefined;
+    const seen = { reqCount, reqOldest, tokSum, tokOldest, redisNow, at: this.timer.now() };
+    const batch = batched === 1 ? this.grant(batchId, request, day, askedAt, size, size * reserve, seen) : undefined;
     const rates = this.rates(limits, seen, batch);
     if (admitted === 1) {
       const ticket: Ticket = { key, requestId: request.requestId, limits, reserved: reserve, day, via: 'redis' };
@@ -408,6 +435,8 @@ export class RedisLimiter implements Limiter {
       ticket.reserved,
       tokens ? used : ticket.reserved,
       dayKept,
+      '',
+      '',
       0,
       ...(conc ? [ticket.requestId] : []),
     ]);
@@ -421,15 +450,37 @@ export class RedisLimiter implements Limiter {
 
   /** Gives back every batch's unused permits now (a router shutting down); requests in flight settle as usual. */
   async close(): Promise<void> {
+    this.closed = true;
+    // Batches asked for before now are given back as they are granted (grant), once their answers are in.
+    await Promise.all(this.asking.values());
     for (const batch of [...this.open.values()]) this.end(batch);
     await this.flush([]);
   }
 
+  /**
+   * Withdraws what an admission without an answer would have written, if it ran: a request's own
+   * entries (`permits` undefined) or a batch's (`permits` of each; `tokens` in all). A key with
+   * only a daily budget has no entry to tell by, so its request is not withdrawn (and it never
+   * batches). Errors leave the entries to expire.
+   */
+  private withdraw(request: AdmitRequest, day: string, tokens: number, id: string, permits: number | undefined): void {
+    const { limits } = request;
+    const rpm = limits.requestsPerMinute !== undefined;
+    const conc = limits.concurrentRequests !== undefined;
+    const tpm = limits.tokensPerMinute !== undefined;
+    const reqEntries = rpm ? (permits === undefined ? [id] : Array.from({ length: permits }, (_, i) => `${id}#${i + 1}`)) : [];
+    const concEntries = conc ? (permits === undefined ? [id] : Array.from({ length: permits }, (_, i) => `${id}#c${i + 1}`)) : [];
+    const probe = rpm ? ['r', reqEntries[0]] : conc ? ['c', concEntries[0]] : tpm ? ['t', `${id}:${tokens}`] : undefined;
+    if (probe === undefined) return;
+    const dayKept = limits.tokensPerDay !== undefined ? '1' : '0';
+    this.send('llmgwRelease', [...this.keys(request.key, day), id, tokens, 0, dayKept, ...probe, reqEntries.length, ...reqEntries, ...concEntries]).catch(() => undefined);
+  }
+
   /** Spends one permit of the key's open batch on the request, or ends the batch if it cannot serve it. */
-  private spendOpen(request: AdmitRequest, reserve: number, now: number, day: string): AdmitResult | undefined {
+  private spendOpen(request: AdmitRequest, reserve: number, day: string): AdmitResult | undefined {
     const open = this.open.get(request.key);
     if (open === undefined) return undefined;
-    const spent = this.spend(open, request, reserve, now, day);
+    const spent = this.spend(open, request, reserve, this.timer.now(), day);
     if (spent === undefined) this.end(open);
     return spent;
   }
@@ -449,7 +500,7 @@ export class RedisLimiter implements Limiter {
     return { admitted: true, ticket, ...this.rates(limits, batch.seen, batch) };
   }
 
-  /** Records a granted batch and closes it when its time is up. */
+  /** Records a granted batch and closes it when its time is up (at once, after close()). */
   private grant(id: string, request: AdmitRequest, day: string, askedAt: number, size: number, tokens: number, seen: Batch['seen']): Batch {
     const conc = request.limits.concurrentRequests !== undefined;
     const until = askedAt + this.batchMs;
@@ -477,6 +528,7 @@ export class RedisLimiter implements Limiter {
     if (before !== undefined) this.end(before);
     this.open.set(request.key, batch);
     this.batches.set(id, batch);
+    if (this.closed) this.end(batch);
     return batch;
   }
 
@@ -495,13 +547,15 @@ export class RedisLimiter implements Limiter {
     batch.sent = batch.held;
     if (unused.length === 0 && slots.length === 0 && batch.held === held) return;
     const dayKept = batch.limits.tokensPerDay !== undefined ? '1' : '0';
-    this.send('llmgwRelease', [...this.keys(batch.key, batch.day), batch.id, held, batch.held, dayKept, unused.length, ...unused, ...slots]).catch(() => undefined);
+    this.send('llmgwRelease', [...this.keys(batch.key, batch.day), batch.id, held, batch.held, dayKept, '', '', unused.length, ...unused, ...slots]).catch(() => undefined);
   }
 
   /** How many permits to ask for with this admission: 0 when the key is not busy here, or too near its limits. */
   private batchSize(request: AdmitRequest, reserve: number): number {
     const { key, limits } = request;
-    if (this.batchMost === 0 || this.batchMs === 0 || this.asking.has(key)) return 0;
+    if (this.closed || this.batchMost === 0 || this.batchMs === 0 || this.asking.has(key)) return 0;
+    // A daily budget alone leaves no entry to withdraw a batch by if its answer is lost (withdraw).
+    if (limits.requestsPerMinute === undefined && limits.tokensPerMinute === undefined && limits.concurrentRequests === undefined) return 0;
     const pace = this.pace.get(key);
     let size = Math.min(this.batchMost, 2 * Math.max(pace?.count ?? 0, pace?.last ?? 0));
     const routers = Math.max(1, Math.floor(request.routers ?? 1));
@@ -512,9 +566,10 @@ export class RedisLimiter implements Limiter {
     const rateShare = this.batchMs / this.window / routers;
     within(limits.requestsPerMinute, 1, rateShare);
     within(limits.tokensPerMinute, reserve, rateShare);
-    // A level (slots, the day's budget): a small part of it per router.
+    // A level: a small part of it per router. The day's budget a smaller part: what a router that
+    // dies holding a batch has not used stays spent until the day ends.
     within(limits.concurrentRequests, 1, LEVEL_SHARE / routers);
-    within(limits.tokensPerDay, reserve, LEVEL_SHARE / routers);
+    within(limits.tokensPerDay, reserve, DAY_SHARE / routers);
     return size >= BATCH_LEAST ? size : 0;
   }
 
@@ -522,6 +577,8 @@ export class RedisLimiter implements Limiter {
   private count(key: string, now: number): void {
     const pace = this.pace.get(key);
     if (pace === undefined) {
+      // Keys not seen for two periods say nothing of the next batch: forget them once there are many.
+      if (this.pace.size >= PACE_KEYS) for (const [k, p] of this.pace) if (now - p.start >= 2 * this.batchMs) this.pace.delete(k);
       this.pace.set(key, { start: now, count: 1, last: 0 });
       return;
     }
@@ -535,7 +592,7 @@ export class RedisLimiter implements Limiter {
 
   /** The rate headers' state: Redis's answer when it was given, less what has passed since, plus what this router's batch still holds. */
   private rates(limits: KeyLimits, seen: Batch['seen'], batch: Batch | undefined): Pick<AdmitResult, 'requests' | 'tokens'> {
-    const since = Math.max(0, this.options.clock.now() - seen.at);
+    const since = Math.max(0, this.timer.now() - seen.at);
     const reset = (oldest: number): number => (oldest < 0 ? 0 : Math.max(0, oldest + this.window - seen.redisNow - since));
     const unusedRequests = batch !== undefined ? batch.size - batch.used : 0;
     const unusedTokens = batch !== undefined ? Math.max(0, batch.tokensLeft) : 0;
@@ -573,7 +630,7 @@ export class RedisLimiter implements Limiter {
     // Given-back batches' releases go after the calls queued before them (their own give-back among them).
     const returns = [...this.returning].map((b): Queued => {
       const waiters = b.waiters;
-      const args = [...this.keys(b.key, b.day), b.id, b.sent, b.held, b.limits.tokensPerDay !== undefined ? '1' : '0', 0, ...b.leaving];
+      const args = [...this.keys(b.key, b.day), b.id, b.sent, b.held, b.limits.tokensPerDay !== undefined ? '1' : '0', '', '', 0, ...b.leaving];
       b.sent = b.held;
       b.leaving = [];
       b.waiters = [];
