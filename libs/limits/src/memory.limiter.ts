@@ -7,11 +7,47 @@ interface Held {
   amount: number;
 }
 
+/**
+ * Entries of a window, oldest first: pushed at the end, dropped from the front in O(1) (an
+ * array's shift() copies the rest once it is large: 150 µs at 300,000 entries, a minute of a busy
+ * key), compacted when the dropped front outgrows what is left.
+ */
+class Window {
+  private items: Held[] = [];
+  private head = 0;
+
+  get length(): number {
+    return this.items.length - this.head;
+  }
+
+  /** The i-th oldest (0: the oldest). */
+  at(i: number): Held {
+    return this.items[this.head + i];
+  }
+
+  push(held: Held): void {
+    this.items.push(held);
+  }
+
+  shift(): Held {
+    const held = this.items[this.head++];
+    if (this.head >= 1_024 && this.head * 2 >= this.items.length) {
+      this.items = this.items.slice(this.head);
+      this.head = 0;
+    }
+    return held;
+  }
+
+  *[Symbol.iterator](): Iterator<Held> {
+    for (let i = this.head; i < this.items.length; i++) yield this.items[i];
+  }
+}
+
 interface KeyState {
   /** Admitted requests of the last minute, oldest first. */
-  requests: Held[];
+  requests: Window;
   /** Token reservations of the last minute, oldest first, and their sum. */
-  tokens: Held[];
+  tokens: Window;
   /** The same reservations by request id, so a settle finds its own without a scan. */
   tokenById: Map<string, Held>;
   tokenSum: number;
@@ -55,7 +91,7 @@ export class MemoryLimiter implements Limiter {
     });
 
     const rpm = limits.requestsPerMinute;
-    if (rpm !== undefined && s.requests.length >= rpm) return refuse('requests', s.requests[s.requests.length - rpm].at + this.window - now);
+    if (rpm !== undefined && s.requests.length >= rpm) return refuse('requests', s.requests.at(s.requests.length - rpm).at + this.window - now);
     const tpm = limits.tokensPerMinute;
     if (tpm !== undefined && s.tokenSum + reserve > tpm) return refuse('tokens', tokensFreeAt(s, tpm, reserve, this.window) - now);
     const conc = limits.concurrentRequests;
@@ -101,13 +137,13 @@ export class MemoryLimiter implements Limiter {
   private state(key: string, now: number): KeyState {
     let s = this.keys.get(key);
     if (s === undefined) {
-      s = { requests: [], tokens: [], tokenById: new Map(), tokenSum: 0, leases: new Map(), days: new Map() };
+      s = { requests: new Window(), tokens: new Window(), tokenById: new Map(), tokenSum: 0, leases: new Map(), days: new Map() };
       this.keys.set(key, s);
     }
     const cutoff = now - this.window;
-    while (s.requests.length > 0 && s.requests[0].at <= cutoff) s.requests.shift();
-    while (s.tokens.length > 0 && s.tokens[0].at <= cutoff) {
-      const gone = s.tokens.shift() as Held;
+    while (s.requests.length > 0 && s.requests.at(0).at <= cutoff) s.requests.shift();
+    while (s.tokens.length > 0 && s.tokens.at(0).at <= cutoff) {
+      const gone = s.tokens.shift();
       s.tokenById.delete(gone.id);
       s.tokenSum -= gone.amount;
     }
@@ -119,7 +155,7 @@ export class MemoryLimiter implements Limiter {
   }
 
   private rates(s: KeyState, limits: KeyLimits, now: number): { requests?: RateState; tokens?: RateState } {
-    const reset = (held: Held[]): number => (held.length === 0 ? 0 : held[0].at + this.window - now);
+    const reset = (held: Window): number => (held.length === 0 ? 0 : held.at(0).at + this.window - now);
     return {
       ...(limits.requestsPerMinute !== undefined && {
         requests: { limit: limits.requestsPerMinute, remaining: limits.requestsPerMinute - s.requests.length, resetMs: reset(s.requests) },
@@ -133,11 +169,11 @@ export class MemoryLimiter implements Limiter {
 
 /** When enough of the window's tokens will have expired for `reserve` more to fit under `tpm`. */
 function tokensFreeAt(s: KeyState, tpm: number, reserve: number, window: number): number {
-  if (reserve > tpm) return s.tokens.length === 0 ? window : s.tokens[s.tokens.length - 1].at + window;
+  if (reserve > tpm) return s.tokens.length === 0 ? window : s.tokens.at(s.tokens.length - 1).at + window;
   let left = s.tokenSum;
   for (const held of s.tokens) {
     left -= held.amount;
     if (left + reserve <= tpm) return held.at + window;
   }
-  return s.tokens.length === 0 ? 0 : s.tokens[s.tokens.length - 1].at + window;
+  return s.tokens.length === 0 ? 0 : s.tokens.at(s.tokens.length - 1).at + window;
 }
