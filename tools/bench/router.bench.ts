@@ -6,9 +6,10 @@
 // Usage: node tools/run.cjs tools/bench/router.bench.ts [--rate 1000] [--seconds 3] [--rounds 3]
 //        [--connections 64] [--upstream node|sim] [--policy default|least-load|prefix-affinity|round-robin]
 //        [--body-bytes 80] [--limits] [--no-write]
-// --limits adds a second router whose static key has limits in Redis (a redis-server of the
-// benchmark's own, so its CPU time is counted with that router's) and sends the key on every
-// path, to show what the limit check adds.
+// --limits adds a router whose static key has limits in Redis (a redis-server of the benchmark's
+// own, so its CPU time is counted with that router's) and one whose key has none (the key is
+// authenticated, nothing is limited), and sends the key on every path: limits on and off in one
+// run, to show what the limit check adds.
 // --policy sets the model's routing policy (default: none set, the router's default for chat, prefix-affinity);
 // --body-bytes pads the chat message so the body has that many bytes (e.g. 102400 for a 100 KB chat body).
 // Needs nginx and wrk on PATH (apt-get install -y nginx wrk). Load goes to 127.0.0.1 only and
@@ -129,12 +130,15 @@ async function startEngine(): Promise<{ proc: SpawnedProcess; url: string; what:
 const BENCH_KEY = 'llmgw-bench-key-0123456789abcdef';
 const AUTH: Record<string, string> = args.limits ? { authorization: `Bearer ${BENCH_KEY}` } : {};
 
-async function startRouter(dir: string, engineUrl: string, redisUrl?: string): Promise<{ url: string; pid: number }> {
-  const limits = redisUrl !== undefined;
-  const config = join(dir, limits ? 'router-limits.yaml' : 'router.yaml');
-  const keysFile = join(dir, 'keys.yaml');
+/** A router: without keys (auth off), with the bench key and no limits, or with the key's limits in Redis at `redisUrl`. */
+async function startRouter(dir: string, engineUrl: string, keyed?: { redisUrl?: string }): Promise<{ url: string; pid: number }> {
+  const limits = keyed?.redisUrl !== undefined;
+  const name = keyed === undefined ? 'router' : limits ? 'router-limits' : 'router-key';
+  const config = join(dir, `${name}.yaml`);
+  const keysFile = join(dir, `${name}-keys.yaml`);
   // Limits far above the load, so every request is admitted and the cost measured is the check's.
-  if (limits) writeFileSync(keysFile, `keys:\n  - { name: bench-${process.pid}, key: ${BENCH_KEY}, limits: { requestsPerMinute: 1000000000, tokensPerMinute: 1000000000, concurrentRequests: 1000000 } }\n`);
+  const keyLimits = limits ? ', limits: { requestsPerMinute: 1000000000, tokensPerMinute: 1000000000, concurrentRequests: 1000000 }' : '';
+  if (keyed !== undefined) writeFileSync(keysFile, `keys:\n  - { name: bench-${process.pid}, key: ${BENCH_KEY}${keyLimits} }\n`);
   writeFileSync(config, `models:\n  - { name: bench, engine: vllm${ROUTING} }\nendpoints:\n  - { id: engine, model: bench, url: "${engineUrl}" }\n`);
   const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('LLMGW_')));
   const proc = await spawnProcess({
@@ -147,7 +151,8 @@ async function startRouter(dir: string, engineUrl: string, redisUrl?: string): P
       LLMGW_DATA_DIR: dir,
       LLMGW_ROUTER_CONFIG_FILE: config,
       LLMGW_LOG_LEVEL: 'info',
-      ...(limits && { LLMGW_ROUTER_API_KEYS_FILE: keysFile, LLMGW_REDIS_URL: redisUrl }),
+      ...(keyed !== undefined && { LLMGW_ROUTER_API_KEYS_FILE: keysFile }),
+      ...(limits && { LLMGW_REDIS_URL: keyed.redisUrl }),
     },
     readyWhen: { stdoutMatch: /llmgw-router listening on (http:\/\/127\.0\.0\.1:\d+)/ },
     deadlineMs: 60_000,
@@ -303,9 +308,15 @@ async function main(): Promise<void> {
     ];
     if (args.limits) {
       const redis = await startRedis();
-      const limited = await startRouter(dir, engine.url, redis.url);
+      const limited = await startRouter(dir, engine.url, { redisUrl: redis.url });
+      const keyOnly = await startRouter(dir, engine.url, {});
       // The limit check's cost is the router's and its Redis's: both are counted.
-      targets.splice(2, 0, { name: 'llmgw-router, key limits in Redis', url: limited.url, pids: [limited.pid, redis.process.pid] });
+      targets.splice(
+        2,
+        0,
+        { name: 'llmgw-router, key without limits', url: keyOnly.url, pids: [keyOnly.pid] },
+        { name: 'llmgw-router, key limits in Redis', url: limited.url, pids: [limited.pid, redis.process.pid] },
+      );
     }
     /** Per round and path: p50 and p99 of that round's samples (the report takes the median over rounds). */
     const roundStats = new Map<string, { p50: number[]; p99: number[] }>(targets.map((t) => [t.name, { p50: [], p99: [] }]));
@@ -380,10 +391,12 @@ async function main(): Promise<void> {
     ];
     if (args.limits) {
       const withLimits = p('llmgw-router, key limits in Redis', 50) - direct.p50;
+      const withKey = p('llmgw-router, key without limits', 50) - direct.p50;
       summary.push(['added p50 latency with key limits in Redis (ms)', ms(withLimits), '≤ 0.500', verdict(withLimits, 0.5)]);
-      summary.push(['  of which the limit check (ms)', ms(withLimits - addedP50), '-', '-']);
-      summary.push(['  added p50 with limits vs without (ratio)', (withLimits / addedP50).toFixed(2), '-', '-']);
-      summary.push(['  router + Redis CPU per request with limits vs router without', (cpuPerRequest('llmgw-router, key limits in Redis') / cpuPerRequest('llmgw-router')).toFixed(2), '-', '-']);
+      summary.push(['added p50 latency with the key, limits off (ms)', ms(withKey), '-', '-']);
+      summary.push(['  limits on vs off: the limit check (ms)', ms(withLimits - withKey), '-', '-']);
+      summary.push(['  limits on vs the router without keys (ms)', ms(withLimits - addedP50), '-', '-']);
+      summary.push(['  router + Redis CPU per request, limits on vs off', (cpuPerRequest('llmgw-router, key limits in Redis') / cpuPerRequest('llmgw-router, key without limits')).toFixed(2), '-', '-']);
     }
     printTable(rows);
     printTable(summary);
