@@ -176,6 +176,9 @@ type Reply = [number, number, number, number, number, number, number, number, nu
 
 type Args = (string | number)[];
 
+/** Which window holds the entry that tells whether an admission ran (RELEASE_LUA), and that entry. */
+type Probe = readonly ['r' | 'c' | 't', string];
+
 interface ScriptedRedis {
   llmgwAdmit(...args: Args): Promise<Reply>;
   llmgwRelease(...args: Args): Promise<number>;
@@ -402,7 +405,6 @@ export class RedisLimiter implements Limiter {
     const { limits } = ticket;
     const used = Math.max(0, Math.round(usedTokens));
     const tokens = limits.tokensPerMinute !== undefined || limits.tokensPerDay !== undefined;
-    const dayKept = limits.tokensPerDay !== undefined ? '1' : '0';
     if (ticket.batch !== undefined) {
       const batch = this.batches.get(ticket.batch);
       if (batch === undefined) return;
@@ -429,17 +431,7 @@ export class RedisLimiter implements Limiter {
     const conc = limits.concurrentRequests !== undefined;
     // Nothing to give back: no lease held and no reservation that differs from what was used.
     if (!conc && (!tokens || used === ticket.reserved)) return;
-    await this.send('llmgwRelease', [
-      ...this.keys(ticket.key, ticket.day),
-      ticket.requestId,
-      ticket.reserved,
-      tokens ? used : ticket.reserved,
-      dayKept,
-      '',
-      '',
-      0,
-      ...(conc ? [ticket.requestId] : []),
-    ]);
+    await this.send('llmgwRelease', this.releaseArgs(ticket.key, ticket.day, limits, ticket.requestId, ticket.reserved, tokens ? used : ticket.reserved, undefined, [], conc ? [ticket.requestId] : []));
   }
 
   async renew(tickets: readonly Ticket[]): Promise<void> {
@@ -470,10 +462,9 @@ export class RedisLimiter implements Limiter {
     const tpm = limits.tokensPerMinute !== undefined;
     const reqEntries = rpm ? (permits === undefined ? [id] : Array.from({ length: permits }, (_, i) => `${id}#${i + 1}`)) : [];
     const concEntries = conc ? (permits === undefined ? [id] : Array.from({ length: permits }, (_, i) => `${id}#c${i + 1}`)) : [];
-    const probe = rpm ? ['r', reqEntries[0]] : conc ? ['c', concEntries[0]] : tpm ? ['t', `${id}:${tokens}`] : undefined;
+    const probe: Probe | undefined = rpm ? ['r', reqEntries[0]] : conc ? ['c', concEntries[0]] : tpm ? ['t', `${id}:${tokens}`] : undefined;
     if (probe === undefined) return;
-    const dayKept = limits.tokensPerDay !== undefined ? '1' : '0';
-    this.send('llmgwRelease', [...this.keys(request.key, day), id, tokens, 0, dayKept, ...probe, reqEntries.length, ...reqEntries, ...concEntries]).catch(() => undefined);
+    this.send('llmgwRelease', this.releaseArgs(request.key, day, limits, id, tokens, 0, probe, reqEntries, concEntries)).catch(() => undefined);
   }
 
   /** Spends one permit of the key's open batch on the request, or ends the batch if it cannot serve it. */
@@ -546,8 +537,7 @@ export class RedisLimiter implements Limiter {
     const slots = batch.freeSlots.splice(0);
     batch.sent = batch.held;
     if (unused.length === 0 && slots.length === 0 && batch.held === held) return;
-    const dayKept = batch.limits.tokensPerDay !== undefined ? '1' : '0';
-    this.send('llmgwRelease', [...this.keys(batch.key, batch.day), batch.id, held, batch.held, dayKept, '', '', unused.length, ...unused, ...slots]).catch(() => undefined);
+    this.send('llmgwRelease', this.releaseArgs(batch.key, batch.day, batch.limits, batch.id, held, batch.held, undefined, unused, slots)).catch(() => undefined);
   }
 
   /** How many permits to ask for with this admission: 0 when the key is not busy here, or too near its limits. */
@@ -630,7 +620,7 @@ export class RedisLimiter implements Limiter {
     // Given-back batches' releases go after the calls queued before them (their own give-back among them).
     const returns = [...this.returning].map((b): Queued => {
       const waiters = b.waiters;
-      const args = [...this.keys(b.key, b.day), b.id, b.sent, b.held, b.limits.tokensPerDay !== undefined ? '1' : '0', '', '', 0, ...b.leaving];
+      const args = this.releaseArgs(b.key, b.day, b.limits, b.id, b.sent, b.held, undefined, [], b.leaving);
       b.sent = b.held;
       b.leaving = [];
       b.waiters = [];
@@ -646,6 +636,11 @@ export class RedisLimiter implements Limiter {
     } finally {
       stream?.uncork();
     }
+  }
+
+  /** RELEASE_LUA's keys and arguments (its comment says what each is). */
+  private releaseArgs(key: string, day: string, limits: KeyLimits, id: string, held: number, kept: number, probe: Probe | undefined, requests: readonly string[], slots: readonly string[]): Args {
+    return [...this.keys(key, day), id, held, kept, limits.tokensPerDay !== undefined ? '1' : '0', ...(probe ?? ['', '']), requests.length, ...requests, ...slots];
   }
 
   /** The five keys of one API key (and day), sharing a hash tag. */
