@@ -76,7 +76,7 @@ async function main(): Promise<void> {
     const r = await limiter.admit({ key, limits: LIMITS, requestId: randomUUID(), reserveTokens: 20 });
     if (settle && r.ticket !== undefined) {
       const ticket = r.ticket;
-      setTimeout(() => void limiter.settle(ticket, 4).catch(() => undefined), 1);
+      setTimeout(() => void limiter.settle(ticket, 4)?.catch(() => undefined), 1);
     }
   };
   const cases: Case[] = [

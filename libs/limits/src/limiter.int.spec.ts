@@ -237,6 +237,25 @@ describe('redis limiter: batches of permits taken ahead of use', () => {
     expect(await redis.zcard(key(prefix, 'busy', 'conc'))).toBe(0);
   });
 
+  it('answers from a batch it holds at once (admitNow, no promise), and says nothing without one', async () => {
+    const prefix = `llmgw-test:${randomUUID()}:`;
+    const { limiter, redis, asked } = make(prefix);
+    const limits = { requestsPerMinute: 1_000_000, tokensPerMinute: 100_000_000, concurrentRequests: 10_000 };
+    const request = (i: number) => ({ key: 'now', limits, requestId: `n${i}`, reserveTokens: 20 });
+    // A key not seen yet: nothing held, nothing taken, nothing counted.
+    expect(limiter.admitNow(request(0))).toBeUndefined();
+    for (let i = 1; i <= 3; i++) expect((await limiter.admit(request(i))).admitted).toBe(true);
+    expect(asked.mock.calls.length).toBeGreaterThan(0);
+    const askedBefore = asked.mock.calls.length;
+    const now = limiter.admitNow(request(4));
+    expect(now).toMatchObject({ admitted: true, ticket: { batch: expect.any(String) }, requests: { limit: 1_000_000 }, tokens: { limit: 100_000_000 } });
+    expect(asked.mock.calls.length).toBe(askedBefore);
+    // Settling a permit of an open batch needs no store either.
+    expect(limiter.settle(now!.ticket!, 5)).toBeUndefined();
+    await limiter.close();
+    expect(await redis.zcard(key(prefix, 'now', 'conc'))).toBe(3);
+  });
+
   it('dates a batch’s entries at its end, spends nothing of it after that, and gives back the rest', async () => {
     const prefix = `llmgw-test:${randomUUID()}:`;
     // The router's clocks and timers by hand (Redis keeps its own clock: the entries' dates are its).

@@ -35,6 +35,19 @@ describe('limiter helpers', () => {
     expect(msToNextUtcDay(t)).toBe(500);
   });
 
+  it('names the right day on both sides of midnight, in any order (it keeps the last day it named)', () => {
+    const midnight = Date.UTC(2026, 11, 3);
+    expect(utcDay(midnight - 1)).toBe('2026-12-02');
+    expect(utcDay(midnight)).toBe('2026-12-03');
+    // A clock stepping back, and far away days, are named afresh.
+    expect(utcDay(midnight - 1)).toBe('2026-12-02');
+    expect(utcDay(midnight + 86_400_000 - 1)).toBe('2026-12-03');
+    expect(utcDay(0)).toBe('1970-01-01');
+    expect(utcDay(-1)).toBe('1969-12-31');
+    expect(utcDay(Date.UTC(2028, 1, 29, 12))).toBe('2028-02-29');
+    for (let ms = midnight - 3 * 3_600_000; ms < midnight + 3 * 3_600_000; ms += 997_003) expect(utcDay(ms)).toBe(new Date(ms).toISOString().slice(0, 10));
+  });
+
   it('knows a key without limits', () => {
     expect(hasLimits({})).toBe(false);
     expect(hasLimits({ tokensPerDay: 1 })).toBe(true);

@@ -59,10 +59,19 @@ export interface AdmitResult {
 export interface Limiter {
   admit(request: AdmitRequest): Promise<AdmitResult>;
   /**
+   * The decision now, when it needs no store's answer (a permit of a batch this router holds, an
+   * in-memory limiter); undefined otherwise, and then nothing was taken: ask `admit`. Where it
+   * answers it is the same decision `admit` would give, without the promise and its turns on the
+   * hot path.
+   */
+  admitNow?(request: AdmitRequest): AdmitResult | undefined;
+  /**
    * The request ended having used `usedTokens` (prompt + completion; 0 when it failed before the
    * engine counted any): its reservation becomes what it used, and its concurrency lease ends.
+   * Undefined when that is done at once (nothing for a store to do: the hot path allocates no
+   * promise), else a promise of the store's write.
    */
-  settle(ticket: Ticket, usedTokens: number): Promise<void>;
+  settle(ticket: Ticket, usedTokens: number): Promise<void> | undefined;
   /** Extends the concurrency leases of requests still in flight (a stream longer than the lease). */
   renew(tickets: readonly Ticket[]): Promise<void>;
   /** Gives back what it holds ahead of use (a router shutting down). */
@@ -76,15 +85,22 @@ export function hasLimits(limits: KeyLimits): boolean {
   );
 }
 
+const DAY_MS = 86_400_000;
+/** The last day utcDay named: every admission asks, and a day is long. */
+let lastDay = { start: 0, name: '1970-01-01' };
+
 /** The UTC day of `ms`, as the daily budget's key. */
 export function utcDay(ms: number): string {
-  return new Date(ms).toISOString().slice(0, 10);
+  if (ms >= lastDay.start && ms < lastDay.start + DAY_MS) return lastDay.name;
+  const start = ms - (((ms % DAY_MS) + DAY_MS) % DAY_MS);
+  const name = new Date(start).toISOString().slice(0, 10);
+  lastDay = { start, name };
+  return name;
 }
 
 /** Milliseconds from `ms` to the next UTC midnight, when the daily budget starts over. */
 export function msToNextUtcDay(ms: number): number {
-  const day = 86_400_000;
-  return day - (ms % day);
+  return DAY_MS - (ms % DAY_MS);
 }
 
 /**
@@ -118,14 +134,16 @@ export function formatReset(ms: number): string {
 /** OpenAI's rate-limit headers for a decision: the `-requests` and `-tokens` triples where those limits exist. */
 export function rateLimitHeaders(result: AdmitResult): Record<string, string> {
   const headers: Record<string, string> = {};
-  for (const [name, state] of [
-    ['requests', result.requests],
-    ['tokens', result.tokens],
-  ] as const) {
-    if (state === undefined) continue;
-    headers[`x-ratelimit-limit-${name}`] = String(state.limit);
-    headers[`x-ratelimit-remaining-${name}`] = String(Math.max(0, state.remaining));
-    headers[`x-ratelimit-reset-${name}`] = formatReset(state.resetMs);
+  const { requests, tokens } = result;
+  if (requests !== undefined) {
+    headers['x-ratelimit-limit-requests'] = String(requests.limit);
+    headers['x-ratelimit-remaining-requests'] = String(Math.max(0, requests.remaining));
+    headers['x-ratelimit-reset-requests'] = formatReset(requests.resetMs);
+  }
+  if (tokens !== undefined) {
+    headers['x-ratelimit-limit-tokens'] = String(tokens.limit);
+    headers['x-ratelimit-remaining-tokens'] = String(Math.max(0, tokens.remaining));
+    headers['x-ratelimit-reset-tokens'] = formatReset(tokens.resetMs);
   }
   return headers;
 }

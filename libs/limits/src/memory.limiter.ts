@@ -80,6 +80,11 @@ export class MemoryLimiter implements Limiter {
   }
 
   async admit(request: AdmitRequest): Promise<AdmitResult> {
+    return this.admitNow(request);
+  }
+
+  /** Always decides at once: everything it needs is in this process. */
+  admitNow(request: AdmitRequest): AdmitResult {
     const now = this.options.clock.now();
     const { limits, reserveTokens: reserve } = request;
     const s = this.state(request.key, now);
@@ -113,7 +118,7 @@ export class MemoryLimiter implements Limiter {
     return { admitted: true, ticket, ...this.rates(s, limits, now) };
   }
 
-  async settle(ticket: Ticket, usedTokens: number): Promise<void> {
+  settle(ticket: Ticket, usedTokens: number): undefined {
     const s = this.keys.get(ticket.key);
     if (s === undefined) return;
     const held = s.tokenById.get(ticket.requestId);

@@ -1,6 +1,6 @@
 import { monotonicClock, timerScheduler, type Clock, type KeyLimits, type Scheduler } from '@llmgw/domain';
 import type Redis from 'ioredis';
-import { MINUTE_MS, msToNextUtcDay, utcDay, type AdmitRequest, type AdmitResult, type LimitName, type Limiter, type Ticket } from './limiter.port';
+import { MINUTE_MS, msToNextUtcDay, utcDay, type AdmitRequest, type AdmitResult, type LimitName, type Limiter, type RateState, type Ticket } from './limiter.port';
 
 /** The longest a batch of permits may last (ms): keys are kept this much longer than the window, for entries dated at a batch's end. */
 export const MAX_BATCH_MS = 5_000;
@@ -339,15 +339,28 @@ export class RedisLimiter implements Limiter {
     this.redis = r as unknown as ScriptedRedis;
   }
 
+  /** A permit of the key's open batch, when it has one that serves the request: no round trip. */
+  admitNow(request: AdmitRequest): AdmitResult | undefined {
+    const open = this.open.get(request.key);
+    if (open === undefined) return undefined;
+    const now = this.timer.now();
+    const spent = this.spend(open, request, wholeTokens(request.reserveTokens), now, utcDay(this.options.clock.now()));
+    if (spent === undefined) {
+      this.end(open);
+      return undefined;
+    }
+    this.count(request.key, now);
+    return spent;
+  }
+
   async admit(request: AdmitRequest): Promise<AdmitResult> {
+    const fromBatch = this.admitNow(request);
+    if (fromBatch !== undefined) return fromBatch;
     const { limits, key } = request;
     const day = utcDay(this.options.clock.now());
     const n = (v: number | undefined): number => v ?? -1;
-    // Whole tokens: the amount is part of the entry's name, and settle names it again.
-    const reserve = Math.max(0, Math.round(request.reserveTokens));
+    const reserve = wholeTokens(request.reserveTokens);
     this.count(key, this.timer.now());
-    const spent = this.spendOpen(request, reserve, day);
-    if (spent !== undefined) return spent;
     const coming = this.asking.get(key);
     if (coming !== undefined) {
       // A batch is on its way for this key: wait for it (one round trip, as going alone would) rather than ask Redis too.
@@ -391,19 +404,19 @@ export class RedisLimiter implements Limiter {
     const [admitted, refused, retry, reqCount, reqOldest, tokSum, tokOldest, redisNow, batched] = reply;
     const seen = { reqCount, reqOldest, tokSum, tokOldest, redisNow, at: this.timer.now() };
     const batch = batched === 1 ? this.grant(batchId, request, day, askedAt, size, size * reserve, seen) : undefined;
-    const rates = this.rates(limits, seen, batch);
+    const { requests, tokens } = this.rates(limits, seen, batch);
     if (admitted === 1) {
       const ticket: Ticket = { key, requestId: request.requestId, limits, reserved: reserve, day, via: 'redis' };
-      return { admitted: true, ticket, ...rates };
+      return { admitted: true, ticket, requests, tokens };
     }
     const refusedBy = REFUSALS[refused];
     const retryAfterMs = refusedBy === 'daily-tokens' ? msToNextUtcDay(redisNow) : retry;
-    return { admitted: false, refusedBy, retryAfterMs: Math.max(1, Math.ceil(retryAfterMs)), ...rates };
+    return { admitted: false, refusedBy, retryAfterMs: Math.max(1, Math.ceil(retryAfterMs)), requests, tokens };
   }
 
-  async settle(ticket: Ticket, usedTokens: number): Promise<void> {
+  settle(ticket: Ticket, usedTokens: number): Promise<void> | undefined {
     const { limits } = ticket;
-    const used = Math.max(0, Math.round(usedTokens));
+    const used = wholeTokens(usedTokens);
     const tokens = limits.tokensPerMinute !== undefined || limits.tokensPerDay !== undefined;
     if (ticket.batch !== undefined) {
       const batch = this.batches.get(ticket.batch);
@@ -421,17 +434,18 @@ export class RedisLimiter implements Limiter {
       if (tokens) batch.held += used - ticket.reserved;
       if (ticket.slot !== undefined) batch.leaving.push(ticket.slot);
       if (batch.held === batch.sent && batch.leaving.length === 0) return;
-      await new Promise<void>((resolve, reject) => {
+      return new Promise<void>((resolve, reject) => {
         batch.waiters.push({ resolve, reject });
         this.returning.add(batch);
         this.settleTimer ??= setTimeout(() => void this.flush([]), this.settleDelayMs);
       });
-      return;
     }
     const conc = limits.concurrentRequests !== undefined;
     // Nothing to give back: no lease held and no reservation that differs from what was used.
     if (!conc && (!tokens || used === ticket.reserved)) return;
-    await this.send('llmgwRelease', this.releaseArgs(ticket.key, ticket.day, limits, ticket.requestId, ticket.reserved, tokens ? used : ticket.reserved, undefined, [], conc ? [ticket.requestId] : []));
+    return this.send<unknown>('llmgwRelease', this.releaseArgs(ticket.key, ticket.day, limits, ticket.requestId, ticket.reserved, tokens ? used : ticket.reserved, undefined, [], conc ? [ticket.requestId] : [])).then(
+      () => undefined,
+    );
   }
 
   async renew(tickets: readonly Ticket[]): Promise<void> {
@@ -487,8 +501,9 @@ export class RedisLimiter implements Limiter {
     if (tokens) batch.tokensLeft -= reserve;
     const slot = conc ? batch.freeSlots.pop() : undefined;
     batch.inFlight++;
-    const ticket: Ticket = { key: request.key, requestId: request.requestId, limits, reserved: reserve, day, via: 'redis', batch: batch.id, ...(slot !== undefined && { slot }) };
-    return { admitted: true, ticket, ...this.rates(limits, batch.seen, batch) };
+    const ticket: Ticket = { key: request.key, requestId: request.requestId, limits, reserved: reserve, day, via: 'redis', batch: batch.id, slot };
+    const { requests, tokens: tokenRate } = this.rates(limits, batch.seen, batch);
+    return { admitted: true, ticket, requests, tokens: tokenRate };
   }
 
   /** Records a granted batch and closes it when its time is up (at once, after close()). */
@@ -581,16 +596,15 @@ export class RedisLimiter implements Limiter {
   }
 
   /** The rate headers' state: Redis's answer when it was given, less what has passed since, plus what this router's batch still holds. */
-  private rates(limits: KeyLimits, seen: Batch['seen'], batch: Batch | undefined): Pick<AdmitResult, 'requests' | 'tokens'> {
+  /** The key's rates as Redis last said, with what the batch holds unused counted as remaining (every admission asks: no spreads). */
+  private rates(limits: KeyLimits, seen: Batch['seen'], batch: Batch | undefined): { requests: RateState | undefined; tokens: RateState | undefined } {
     const since = Math.max(0, this.timer.now() - seen.at);
     const reset = (oldest: number): number => (oldest < 0 ? 0 : Math.max(0, oldest + this.window - seen.redisNow - since));
-    const unusedRequests = batch !== undefined ? batch.size - batch.used : 0;
-    const unusedTokens = batch !== undefined ? Math.max(0, batch.tokensLeft) : 0;
+    const rpm = limits.requestsPerMinute;
+    const tpm = limits.tokensPerMinute;
     return {
-      ...(limits.requestsPerMinute !== undefined && {
-        requests: { limit: limits.requestsPerMinute, remaining: limits.requestsPerMinute - seen.reqCount + unusedRequests, resetMs: reset(seen.reqOldest) },
-      }),
-      ...(limits.tokensPerMinute !== undefined && { tokens: { limit: limits.tokensPerMinute, remaining: limits.tokensPerMinute - seen.tokSum + unusedTokens, resetMs: reset(seen.tokOldest) } }),
+      requests: rpm === undefined ? undefined : { limit: rpm, remaining: rpm - seen.reqCount + (batch !== undefined ? batch.size - batch.used : 0), resetMs: reset(seen.reqOldest) },
+      tokens: tpm === undefined ? undefined : { limit: tpm, remaining: tpm - seen.tokSum + (batch !== undefined ? Math.max(0, batch.tokensLeft) : 0), resetMs: reset(seen.tokOldest) },
     };
   }
 
@@ -648,6 +662,11 @@ export class RedisLimiter implements Limiter {
     const base = `${this.options.prefix}{${key}}`;
     return [`${base}:req`, `${base}:tokens`, `${base}:tokensum`, `${base}:conc`, `${base}:day:${day}`];
   }
+}
+
+/** A reservation in whole tokens: the amount is part of an entry's name, and settle names it again. */
+function wholeTokens(reserve: number): number {
+  return Math.max(0, Math.round(reserve));
 }
 
 function sameLimits(a: KeyLimits, b: KeyLimits): boolean {

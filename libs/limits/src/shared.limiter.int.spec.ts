@@ -57,6 +57,35 @@ describe('shared limiter', () => {
     expect(changes).toEqual([true, false]);
   });
 
+  it('decides at once where it can: its own limiter alone, the store’s held permits while healthy, never while degraded', () => {
+    const clock = new FakeClock();
+    const request = { key: 'k', limits: { requestsPerMinute: 2 }, requestId: 'now', reserveTokens: 0 };
+    const alone = new SharedLimiter({ local: new MemoryLimiter({ clock, leaseMs: 1_000 }), routers: () => 3, clock, retryMs: 1_000 });
+    expect(alone.admitNow({ ...request, requestId: 'a' })).toMatchObject({ admitted: true, ticket: { via: 'memory' } });
+    expect(alone.admitNow({ ...request, requestId: 'b' })).toMatchObject({ admitted: true });
+    expect(alone.admitNow({ ...request, requestId: 'c' })).toMatchObject({ admitted: false, refusedBy: 'requests' });
+    const store = new FlakyStore();
+    const held: AdmitResult = { admitted: true, ticket: { key: 'k', requestId: 'held', limits: request.limits, reserved: 0, day: 'd', via: 'redis', batch: 'b1' } };
+    const withHeld = Object.assign(store, { admitNow: () => held });
+    const shared = new SharedLimiter({ shared: withHeld, local: new MemoryLimiter({ clock, leaseMs: 1_000 }), routers: () => 3, clock, retryMs: 1_000 });
+    expect(shared.admitNow(request)).toBe(held);
+    // Without a store to spend from (no admitNow), admit() decides.
+    expect(new SharedLimiter({ shared: new FlakyStore(), local: new MemoryLimiter({ clock, leaseMs: 1_000 }), routers: () => 3, clock, retryMs: 1_000 }).admitNow(request)).toBeUndefined();
+  });
+
+  it('leaves the decision to admit() while degraded, so the store is retried on time', async () => {
+    const clock = new FakeClock();
+    const store = Object.assign(new FlakyStore(), { admitNow: (): AdmitResult | undefined => undefined });
+    const limiter = new SharedLimiter({ shared: store, local: new MemoryLimiter({ clock, leaseMs: 1_000 }), routers: () => 3, clock, retryMs: 1_000 });
+    store.down = true;
+    expect((await ask(limiter, 120)).ticket?.via).toBe('memory');
+    expect(limiter.degraded).toBe(true);
+    store.admitNow = () => {
+      throw new Error('a degraded limiter must not ask the store');
+    };
+    expect(limiter.admitNow({ key: 'k', limits: { requestsPerMinute: 120 }, requestId: 'x', reserveTokens: 0 })).toBeUndefined();
+  });
+
   it('settles a ticket where it was admitted', async () => {
     const clock = new FakeClock();
     const store = new FlakyStore();

@@ -32,6 +32,17 @@ export class SharedLimiter implements Limiter {
     return this.failedAt !== undefined;
   }
 
+  /**
+   * The decision without waiting where one is at hand: this router's own limiter when there is no
+   * shared store, a permit of a batch it holds when the store is healthy. While degraded, admit()
+   * decides (it tries the store again when it is time).
+   */
+  admitNow(request: AdmitRequest): AdmitResult | undefined {
+    const { shared, local } = this.options;
+    if (shared === undefined) return local.admitNow?.(request);
+    return this.failedAt === undefined ? shared.admitNow?.(request) : undefined;
+  }
+
   async admit(request: AdmitRequest): Promise<AdmitResult> {
     const { shared, local } = this.options;
     if (shared === undefined) return local.admit(request);
@@ -49,15 +60,11 @@ export class SharedLimiter implements Limiter {
     return local.admit({ ...request, limits: shareOf(request.limits, this.options.routers()) });
   }
 
-  async settle(ticket: Ticket, usedTokens: number): Promise<void> {
+  settle(ticket: Ticket, usedTokens: number): Promise<void> | undefined {
     const { shared, local } = this.options;
     if (ticket.via === 'memory' || shared === undefined) return local.settle(ticket, usedTokens);
-    try {
-      await shared.settle(ticket, usedTokens);
-    } catch (error) {
-      // The claim stays in the store until its window and lease run out: never longer.
-      this.failed(this.options.clock.now(), error);
-    }
+    // A failed write: the claim stays in the store until its window and lease run out, never longer.
+    return shared.settle(ticket, usedTokens)?.catch((error: unknown) => this.failed(this.options.clock.now(), error));
   }
 
   async renew(tickets: readonly Ticket[]): Promise<void> {

@@ -1,4 +1,4 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { hash, timingSafeEqual } from 'node:crypto';
 import { SetMetadata } from '@nestjs/common';
 import { DomainError, ErrorCode, type AdminScope } from '@llmgw/domain';
 
@@ -20,9 +20,9 @@ export type AdminNeed = AdminScope | 'tokens';
 
 const BEARER_RE = /^Bearer[ \t]+(\S+)[ \t]*$/i;
 
-/** SHA-256 (hex) of a secret: what the store holds for admin tokens and API keys. */
+/** SHA-256 (hex) of a secret: what the store holds for admin tokens and API keys (one-shot: a router hashes every request's key). */
 export function secretHash(secret: string): string {
-  return createHash('sha256').update(secret).digest('hex');
+  return hash('sha256', secret, 'hex');
 }
 
 /** The secret of an `Authorization: Bearer <secret>` value; undefined when it is missing or malformed. */

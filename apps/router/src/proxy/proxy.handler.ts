@@ -191,7 +191,12 @@ export class ProxyHandler implements RelayHost {
   private admit(ex: Exchange, model: ModelView, body: Buffer): void {
     const key = ex.key;
     if (this.keyLimits !== undefined && this.keyLimits.needs(key)) {
-      void this.keyLimits.admit(key, body).then(
+      const decided = this.keyLimits.admit(key, body);
+      if (!(decided instanceof Promise)) {
+        this.onKeyLimits(ex, model, body, decided);
+        return;
+      }
+      void decided.then(
         (result) => this.step(ex, () => this.onKeyLimits(ex, model, body, result)),
         (error: unknown) => this.step(ex, () => this.stepFailed(ex, error)),
       );
@@ -371,7 +376,7 @@ export class ProxyHandler implements RelayHost {
     const admission = ex.limits;
     if (admission === undefined || this.keyLimits === undefined) return;
     ex.limits = undefined;
-    this.keyLimits.settle(admission, usage, status >= 200 && status < 300).catch((error: unknown) => this.logger.debug({ err: error }, 'key limits: settle failed; the claim lapses with its window'));
+    this.keyLimits.settle(admission, usage, status >= 200 && status < 300)?.catch((error: unknown) => this.logger.debug({ err: error }, 'key limits: settle failed; the claim lapses with its window'));
   }
 
   private count(route: string, model: string, status: number, start: number): void {

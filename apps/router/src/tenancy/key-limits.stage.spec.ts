@@ -1,5 +1,7 @@
+import { MemoryLimiter, type Limiter } from '@llmgw/limits';
+import { FakeClock } from '@llmgw/testing';
 import { describe, expect, it } from 'vitest';
-import { BYTES_PER_PROMPT_TOKEN, tokensToReserve } from './key-limits.stage';
+import { BYTES_PER_PROMPT_TOKEN, KeyLimitsStage, tokensToReserve } from './key-limits.stage';
 
 describe('tokensToReserve', () => {
   const body = (o: unknown): Buffer => Buffer.from(JSON.stringify(o));
@@ -20,5 +22,27 @@ describe('tokensToReserve', () => {
     expect(tokensToReserve(long, 1) - tokensToReserve(short, 1)).toBe(prompt(long) - prompt(short));
     // 1,200 more bytes of prompt: about 300 more tokens reserved.
     expect(prompt(long) - prompt(short)).toBeGreaterThan(290);
+  });
+});
+
+describe('KeyLimitsStage', () => {
+  const key = { name: 'team-a', limits: { requestsPerMinute: 1, tokensPerMinute: 1_000 } };
+  const body = Buffer.from('{"model":"m","messages":[],"max_tokens":10}');
+
+  it('decides in the same turn when the limiter has the answer at hand, with the x-ratelimit headers', () => {
+    const stage = new KeyLimitsStage(new MemoryLimiter({ clock: new FakeClock(), leaseMs: 1_000 }), 256);
+    const first = stage.admit(key, body);
+    expect(first).not.toBeInstanceOf(Promise);
+    expect(first).toMatchObject({ ticket: { key: 'team-a' }, headers: { 'x-ratelimit-limit-requests': '1', 'x-ratelimit-remaining-requests': '0' } });
+    const second = stage.admit(key, body);
+    expect(second).toMatchObject({ kind: 'rate_limit_exceeded', headers: { 'retry-after': '60' } });
+  });
+
+  it('waits for a limiter that must ask its store', async () => {
+    const limiter = new MemoryLimiter({ clock: new FakeClock(), leaseMs: 1_000 });
+    const asking: Limiter = { admit: (r) => limiter.admit(r), settle: (t, u) => limiter.settle(t, u), renew: (t) => limiter.renew(t) };
+    const decided = new KeyLimitsStage(asking, 256).admit(key, body);
+    expect(decided).toBeInstanceOf(Promise);
+    expect(await decided).toMatchObject({ ticket: { key: 'team-a' } });
   });
 });

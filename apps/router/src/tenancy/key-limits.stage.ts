@@ -56,10 +56,21 @@ export class KeyLimitsStage {
     return key !== undefined && hasLimits(key.limits);
   }
 
-  async admit(key: RouterKey, body: Buffer): Promise<KeyAdmission | KeyRefusal> {
+  /**
+   * The key's limits' decision on a request: at once where the limiter has it at hand (a permit
+   * of a batch this router holds, the in-memory limiter), else a promise of it (Redis asked). The
+   * hot path goes on in the same turn when it can: a busy key's requests wait on nothing.
+   */
+  admit(key: RouterKey, body: Buffer): KeyAdmission | KeyRefusal | Promise<KeyAdmission | KeyRefusal> {
     const tokens = key.limits.tokensPerMinute !== undefined || key.limits.tokensPerDay !== undefined;
     const reserveTokens = tokens ? tokensToReserve(body, this.tokenEstimate) : 0;
-    const result = await this.limiter.admit({ key: key.name, limits: key.limits, requestId: randomUUID(), reserveTokens });
+    const request = { key: key.name, limits: key.limits, requestId: randomUUID(), reserveTokens };
+    const now = this.limiter.admitNow?.(request);
+    if (now !== undefined) return this.decided(now, reserveTokens);
+    return this.limiter.admit(request).then((result) => this.decided(result, reserveTokens));
+  }
+
+  private decided(result: AdmitResult, reserveTokens: number): KeyAdmission | KeyRefusal {
     const headers = rateLimitHeaders(result);
     if (result.admitted && result.ticket !== undefined) {
       const admission = { ticket: result.ticket, headers };
@@ -70,7 +81,7 @@ export class KeyLimitsStage {
   }
 
   /** The request ended: its claim becomes what `usage` says it used (nothing when it failed before the engine counted). */
-  settle(admission: KeyAdmission, usage: TokenUsage | undefined, succeeded: boolean): Promise<void> {
+  settle(admission: KeyAdmission, usage: TokenUsage | undefined, succeeded: boolean): Promise<void> | undefined {
     this.open.delete(admission);
     const used = usage !== undefined ? usage.promptTokens + usage.completionTokens : succeeded ? admission.ticket.reserved : 0;
     return this.limiter.settle(admission.ticket, used);
