@@ -21,6 +21,7 @@ import * as os from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { freePort, runTsEntry, spawnProcess, startRedis, stopAllSpawned, type SpawnedProcess } from '@llmgw/testing';
+import { BENCH_KEY, FAR_LIMITS, INSTANT_ENGINE_WHAT, startBenchRouter, startInstantEngine } from './bench-router-setup';
 import { cpuMicros, machineLine, percentile, printTable, writeSection } from './bench-report';
 
 const { values: args } = parseArgs({
@@ -58,23 +59,6 @@ const POLICIES = ['default', 'least-load', 'prefix-affinity', 'round-robin'];
 if (!POLICIES.includes(args.policy)) throw new Error(`--policy: expected one of ${POLICIES.join(', ')}, got ${args.policy}`);
 /** The model's routing in the router's config: none (the router's default, prefix-affinity for chat) or the policy asked for. */
 const ROUTING = args.policy === 'default' ? '' : `, routing: { policy: ${args.policy} }`;
-
-/** The instant engine: answers every POST with one small chat completion and GET /metrics with vLLM gauges. */
-const INSTANT_ENGINE = `
-const http = require('node:http');
-const body = Buffer.from(JSON.stringify({ id: 'chatcmpl-bench', object: 'chat.completion', created: 0, model: 'bench',
-  choices: [{ index: 0, message: { role: 'assistant', content: 'hi' }, finish_reason: 'stop' }],
-  usage: { prompt_tokens: 3, completion_tokens: 1, total_tokens: 4 } }));
-const metrics = '# TYPE vllm:num_requests_running gauge\\nvllm:num_requests_running{model_name="bench"} 0\\n# TYPE vllm:num_requests_waiting gauge\\nvllm:num_requests_waiting{model_name="bench"} 0\\n';
-const server = http.createServer((req, res) => {
-  if (req.method === 'GET' && req.url === '/metrics') { res.writeHead(200, { 'content-type': 'text/plain' }); res.end(metrics); return; }
-  req.on('data', () => {});
-  req.on('end', () => { res.writeHead(200, { 'content-type': 'application/json', 'content-length': body.length }); res.end(body); });
-});
-server.keepAliveTimeout = 60000;
-server.listen(0, '127.0.0.1', () => process.stdout.write('engine listening on http://127.0.0.1:' + server.address().port + '\\n'));
-process.on('SIGTERM', () => process.exit(0));
-`;
 
 /** A proxy on Node's own http server and client: read the body, send it over a keep-alive agent, pipe the answer back. No routing, no metrics. */
 const BARE_NODE_PROXY = `
@@ -117,48 +101,12 @@ async function startEngine(): Promise<{ proc: SpawnedProcess; url: string; what:
     const url = /listening on (http:\/\/[\d.]+:\d+)/.exec(proc.stdout)?.[1] ?? '';
     return { proc, url, what: 'sim-engine (vLLM flavour, 1 output token, decode 1e6 tok/s)' };
   }
-  const proc = await spawnProcess({
-    command: process.execPath,
-    args: ['-e', INSTANT_ENGINE],
-    name: 'instant-engine',
-    readyWhen: { stdoutMatch: /engine listening on (http:\/\/127\.0\.0\.1:\d+)/ },
-  });
-  return { proc, url: proc.readyMatch?.[1] ?? '', what: 'a minimal instant engine (one Node process, a fixed 238-byte chat completion)' };
+  const { proc, url } = await startInstantEngine();
+  return { proc, url, what: INSTANT_ENGINE_WHAT };
 }
 
-/** The key every request carries when --limits is on; the router with limits checks it, the others pass it on unread. */
-const BENCH_KEY = 'llmgw-bench-key-0123456789abcdef';
+/** The key every request carries when --limits is on; the keyed routers check it, the others pass it on unread. */
 const AUTH: Record<string, string> = args.limits ? { authorization: `Bearer ${BENCH_KEY}` } : {};
-
-/** A router: without keys (auth off), with the bench key and no limits, or with the key's limits in Redis at `redisUrl`. */
-async function startRouter(dir: string, engineUrl: string, keyed?: { redisUrl?: string }): Promise<{ url: string; pid: number }> {
-  const limits = keyed?.redisUrl !== undefined;
-  const name = keyed === undefined ? 'router' : limits ? 'router-limits' : 'router-key';
-  const config = join(dir, `${name}.yaml`);
-  const keysFile = join(dir, `${name}-keys.yaml`);
-  // Limits far above the load, so every request is admitted and the cost measured is the check's.
-  const keyLimits = limits ? ', limits: { requestsPerMinute: 1000000000, tokensPerMinute: 1000000000, concurrentRequests: 1000000 }' : '';
-  if (keyed !== undefined) writeFileSync(keysFile, `keys:\n  - { name: bench-${process.pid}, key: ${BENCH_KEY}${keyLimits} }\n`);
-  writeFileSync(config, `models:\n  - { name: bench, engine: vllm${ROUTING} }\nendpoints:\n  - { id: engine, model: bench, url: "${engineUrl}" }\n`);
-  const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('LLMGW_')));
-  const proc = await spawnProcess({
-    ...runTsEntry('apps/router/src/main.ts'),
-    name: 'llmgw-router',
-    cleanEnv: true,
-    env: {
-      ...env,
-      LLMGW_ROUTER_PORT: '0',
-      LLMGW_DATA_DIR: dir,
-      LLMGW_ROUTER_CONFIG_FILE: config,
-      LLMGW_LOG_LEVEL: 'info',
-      ...(keyed !== undefined && { LLMGW_ROUTER_API_KEYS_FILE: keysFile }),
-      ...(limits && { LLMGW_REDIS_URL: keyed.redisUrl }),
-    },
-    readyWhen: { stdoutMatch: /llmgw-router listening on (http:\/\/127\.0\.0\.1:\d+)/ },
-    deadlineMs: 60_000,
-  });
-  return { url: proc.readyMatch?.[1] ?? '', pid: proc.pid };
-}
 
 async function startBareNodeProxy(engineUrl: string): Promise<{ url: string; pid: number }> {
   const proc = await spawnProcess({
@@ -297,7 +245,7 @@ async function main(): Promise<void> {
   const loadBefore = os.loadavg()[0];
   try {
     const engine = await startEngine();
-    const router = await startRouter(dir, engine.url);
+    const router = await startBenchRouter({ dir, engineUrl: engine.url, name: 'router', routing: ROUTING });
     const nginx = await startNginx(dir, engine.url);
     const bare = await startBareNodeProxy(engine.url);
     const targets: Target[] = [
@@ -308,8 +256,8 @@ async function main(): Promise<void> {
     ];
     if (args.limits) {
       const redis = await startRedis();
-      const limited = await startRouter(dir, engine.url, { redisUrl: redis.url });
-      const keyOnly = await startRouter(dir, engine.url, {});
+      const limited = await startBenchRouter({ dir, engineUrl: engine.url, name: 'router-limits', routing: ROUTING, key: { limits: FAR_LIMITS }, redisUrl: redis.url });
+      const keyOnly = await startBenchRouter({ dir, engineUrl: engine.url, name: 'router-key', routing: ROUTING, key: {} });
       // The limit check's cost is the router's and its Redis's: both are counted.
       targets.splice(
         2,
