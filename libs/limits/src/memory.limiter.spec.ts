@@ -27,4 +27,21 @@ describe('MemoryLimiter windows', () => {
     }
     expect(admittedAt.length).toBeGreaterThan(3_000);
   });
+
+  it('counts a lapsed concurrency claim nowhere, and renewal does not bring it back', async () => {
+    const clock = new FakeClock(0);
+    const limiter = new MemoryLimiter({ clock, leaseMs: 1_000 });
+    const limits = { concurrentRequests: 2 };
+    const ask = (id: string) => limiter.admit({ key: 'k', limits, requestId: id, reserveTokens: 0 });
+    const lapsing = await ask('lapsing');
+    const live = await ask('live');
+    expect((await ask('third')).admitted).toBe(false);
+    clock.advance(600);
+    await limiter.renew([live.ticket!]);
+    clock.advance(600);
+    // 'lapsing' went unrenewed past its lease: its slot is free; a late renewal does not take it back.
+    await limiter.renew([lapsing.ticket!, live.ticket!]);
+    expect((await ask('fourth')).admitted).toBe(true);
+    expect((await ask('fifth')).admitted).toBe(false);
+  });
 });

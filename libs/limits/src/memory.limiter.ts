@@ -12,8 +12,8 @@ interface Held {
  * array's shift() copies the rest once it is large: 150 µs at 300,000 entries, a minute of a busy
  * key), compacted when the dropped front outgrows what is left.
  */
-class Window {
-  private items: Held[] = [];
+class Window<T> {
+  private items: T[] = [];
   private head = 0;
 
   get length(): number {
@@ -21,15 +21,15 @@ class Window {
   }
 
   /** The i-th oldest (0: the oldest). */
-  at(i: number): Held {
+  at(i: number): T {
     return this.items[this.head + i];
   }
 
-  push(held: Held): void {
-    this.items.push(held);
+  push(item: T): void {
+    this.items.push(item);
   }
 
-  shift(): Held {
+  shift(): T {
     const held = this.items[this.head++];
     if (this.head >= 1_024 && this.head * 2 >= this.items.length) {
       this.items = this.items.slice(this.head);
@@ -38,23 +38,26 @@ class Window {
     return held;
   }
 
-  *[Symbol.iterator](): Iterator<Held> {
+  *[Symbol.iterator](): Iterator<T> {
     for (let i = this.head; i < this.items.length; i++) yield this.items[i];
   }
 }
 
 interface KeyState {
-  /** Admitted requests of the last minute, oldest first. */
-  requests: Window;
+  /** When each request of the last minute was admitted, oldest first (numbers: nothing for the GC to trace). */
+  requests: Window<number>;
   /** Token reservations of the last minute, oldest first, and their sum. */
-  tokens: Window;
+  tokens: Window<Held>;
   /** The same reservations by request id, so a settle finds its own without a scan. */
   tokenById: Map<string, Held>;
   tokenSum: number;
-  /** Concurrency leases: request id → lease end. */
+  /** Concurrency leases: request id → lease end. Lapsed ones are dropped when they could matter (see lapse). */
   leases: Map<string, number>;
-  /** Tokens per UTC day. */
+  /** When lapsed leases were last dropped. */
+  lapsedAt: number;
+  /** Tokens per UTC day; days before yesterday are dropped when the day changes. */
   days: Map<string, number>;
+  today: string;
 }
 
 export interface MemoryLimiterOptions {
@@ -96,16 +99,16 @@ export class MemoryLimiter implements Limiter {
     });
 
     const rpm = limits.requestsPerMinute;
-    if (rpm !== undefined && s.requests.length >= rpm) return refuse('requests', s.requests.at(s.requests.length - rpm).at + this.window - now);
+    if (rpm !== undefined && s.requests.length >= rpm) return refuse('requests', s.requests.at(s.requests.length - rpm) + this.window - now);
     const tpm = limits.tokensPerMinute;
     if (tpm !== undefined && s.tokenSum + reserve > tpm) return refuse('tokens', tokensFreeAt(s, tpm, reserve, this.window) - now);
     const conc = limits.concurrentRequests;
-    if (conc !== undefined && s.leases.size >= conc) return refuse('concurrency', 1_000);
-    const day = utcDay(now);
+    if (conc !== undefined && s.leases.size >= conc && this.lapse(s, now).size >= conc) return refuse('concurrency', 1_000);
+    const day = s.today;
     const perDay = limits.tokensPerDay;
     if (perDay !== undefined && (s.days.get(day) ?? 0) + reserve > perDay) return refuse('daily-tokens', msToNextUtcDay(now));
 
-    if (rpm !== undefined) s.requests.push({ id: request.requestId, at: now, amount: 1 });
+    if (rpm !== undefined) s.requests.push(now);
     if (tpm !== undefined) {
       const held: Held = { id: request.requestId, at: now, amount: reserve };
       s.tokens.push(held);
@@ -115,7 +118,8 @@ export class MemoryLimiter implements Limiter {
     if (conc !== undefined) s.leases.set(request.requestId, now + this.options.leaseMs);
     if (perDay !== undefined) s.days.set(day, (s.days.get(day) ?? 0) + reserve);
     const ticket: Ticket = { key: request.key, requestId: request.requestId, limits, reserved: reserve, day, via: 'memory' };
-    return { admitted: true, ticket, ...this.rates(s, limits, now) };
+    const { requests, tokens } = this.rates(s, limits, now);
+    return { admitted: true, ticket, requests, tokens };
   }
 
   settle(ticket: Ticket, usedTokens: number): undefined {
@@ -131,10 +135,12 @@ export class MemoryLimiter implements Limiter {
   }
 
   async renew(tickets: readonly Ticket[]): Promise<void> {
-    const until = this.options.clock.now() + this.options.leaseMs;
+    const now = this.options.clock.now();
     for (const t of tickets) {
       const leases = this.keys.get(t.key)?.leases;
-      if (leases?.has(t.requestId)) leases.set(t.requestId, until);
+      const end = leases?.get(t.requestId);
+      // A claim that lapsed stays lapsed (it may not have been dropped yet).
+      if (leases !== undefined && end !== undefined && end > now) leases.set(t.requestId, now + this.options.leaseMs);
     }
   }
 
@@ -142,32 +148,40 @@ export class MemoryLimiter implements Limiter {
   private state(key: string, now: number): KeyState {
     let s = this.keys.get(key);
     if (s === undefined) {
-      s = { requests: new Window(), tokens: new Window(), tokenById: new Map(), tokenSum: 0, leases: new Map(), days: new Map() };
+      s = { requests: new Window(), tokens: new Window(), tokenById: new Map(), tokenSum: 0, leases: new Map(), lapsedAt: now, days: new Map(), today: utcDay(now) };
       this.keys.set(key, s);
     }
     const cutoff = now - this.window;
-    while (s.requests.length > 0 && s.requests.at(0).at <= cutoff) s.requests.shift();
+    while (s.requests.length > 0 && s.requests.at(0) <= cutoff) s.requests.shift();
     while (s.tokens.length > 0 && s.tokens.at(0).at <= cutoff) {
       const gone = s.tokens.shift();
       s.tokenById.delete(gone.id);
       s.tokenSum -= gone.amount;
     }
-    for (const [id, end] of s.leases) if (end <= now) s.leases.delete(id);
+    // A lease period's lapsed claims go at most once per period (and whenever the limit is reached), not on every admission.
+    if (now - s.lapsedAt >= this.options.leaseMs) this.lapse(s, now);
     const today = utcDay(now);
-    const yesterday = utcDay(now - 86_400_000);
-    for (const day of s.days.keys()) if (day !== today && day !== yesterday) s.days.delete(day);
+    if (today !== s.today) {
+      const yesterday = utcDay(now - 86_400_000);
+      for (const day of s.days.keys()) if (day !== today && day !== yesterday) s.days.delete(day);
+      s.today = today;
+    }
     return s;
   }
 
-  private rates(s: KeyState, limits: KeyLimits, now: number): { requests?: RateState; tokens?: RateState } {
-    const reset = (held: Window): number => (held.length === 0 ? 0 : held.at(0).at + this.window - now);
+  /** Drops the key's lapsed concurrency claims (their routers' requests never settled); returns what is left. */
+  private lapse(s: KeyState, now: number): Map<string, number> {
+    for (const [id, end] of s.leases) if (end <= now) s.leases.delete(id);
+    s.lapsedAt = now;
+    return s.leases;
+  }
+
+  private rates(s: KeyState, limits: KeyLimits, now: number): { requests: RateState | undefined; tokens: RateState | undefined } {
+    const rpm = limits.requestsPerMinute;
+    const tpm = limits.tokensPerMinute;
     return {
-      ...(limits.requestsPerMinute !== undefined && {
-        requests: { limit: limits.requestsPerMinute, remaining: limits.requestsPerMinute - s.requests.length, resetMs: reset(s.requests) },
-      }),
-      ...(limits.tokensPerMinute !== undefined && {
-        tokens: { limit: limits.tokensPerMinute, remaining: limits.tokensPerMinute - s.tokenSum, resetMs: reset(s.tokens) },
-      }),
+      requests: rpm === undefined ? undefined : { limit: rpm, remaining: rpm - s.requests.length, resetMs: s.requests.length === 0 ? 0 : s.requests.at(0) + this.window - now },
+      tokens: tpm === undefined ? undefined : { limit: tpm, remaining: tpm - s.tokenSum, resetMs: s.tokens.length === 0 ? 0 : s.tokens.at(0).at + this.window - now },
     };
   }
 }
