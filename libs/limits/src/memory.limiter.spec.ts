@@ -28,20 +28,24 @@ describe('MemoryLimiter windows', () => {
     expect(admittedAt.length).toBeGreaterThan(3_000);
   });
 
-  it('counts a lapsed concurrency claim nowhere, and renewal does not bring it back', async () => {
+  it('frees a lapsed concurrency claim once the limit is reached; a late renewal before that keeps it, as Redis does', async () => {
     const clock = new FakeClock(0);
     const limiter = new MemoryLimiter({ clock, leaseMs: 1_000 });
-    const limits = { concurrentRequests: 2 };
+    const limits = { concurrentRequests: 1 };
     const ask = (id: string) => limiter.admit({ key: 'k', limits, requestId: id, reserveTokens: 0 });
-    const lapsing = await ask('lapsing');
-    const live = await ask('live');
-    expect((await ask('third')).admitted).toBe(false);
-    clock.advance(600);
-    await limiter.renew([live.ticket!]);
-    clock.advance(600);
-    // 'lapsing' went unrenewed past its lease: its slot is free; a late renewal does not take it back.
-    await limiter.renew([lapsing.ticket!, live.ticket!]);
-    expect((await ask('fourth')).admitted).toBe(true);
-    expect((await ask('fifth')).admitted).toBe(false);
+    const a = await ask('a');
+    clock.advance(1_100);
+    // Past its lease but not dropped yet: renewed late, the request still holds its slot.
+    await limiter.renew([a.ticket!]);
+    clock.advance(100);
+    expect((await ask('b')).admitted).toBe(false);
+    // Unrenewed past the lease again: the next admission at the limit drops it and takes the slot.
+    clock.advance(1_000);
+    const c = await ask('c');
+    expect(c.admitted).toBe(true);
+    // Dropped claims stay dropped: renewing 'a' now takes nothing back.
+    await limiter.renew([a.ticket!]);
+    await limiter.settle(c.ticket!, 0);
+    expect((await ask('d')).admitted).toBe(true);
   });
 });

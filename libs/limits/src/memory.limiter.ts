@@ -135,12 +135,12 @@ export class MemoryLimiter implements Limiter {
   }
 
   async renew(tickets: readonly Ticket[]): Promise<void> {
-    const now = this.options.clock.now();
+    const until = this.options.clock.now() + this.options.leaseMs;
     for (const t of tickets) {
       const leases = this.keys.get(t.key)?.leases;
-      const end = leases?.get(t.requestId);
-      // A claim that lapsed stays lapsed (it may not have been dropped yet).
-      if (leases !== undefined && end !== undefined && end > now) leases.set(t.requestId, now + this.options.leaseMs);
+      // As Redis's renewal (ZADD XX): a claim not dropped yet is kept, even one renewed late; the
+      // request is still in flight, so counting it errs on the side of the limit.
+      if (leases?.has(t.requestId)) leases.set(t.requestId, until);
     }
   }
 

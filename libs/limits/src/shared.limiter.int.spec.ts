@@ -86,6 +86,20 @@ describe('shared limiter', () => {
     expect(limiter.admitNow({ key: 'k', limits: { requestsPerMinute: 120 }, requestId: 'x', reserveTokens: 0 })).toBeUndefined();
   });
 
+  it('takes a store that refuses a settle at once, or later, as a failed store: no throw', async () => {
+    const clock = new FakeClock();
+    const store = new FlakyStore();
+    const changes: boolean[] = [];
+    const limiter = new SharedLimiter({ shared: store, local: new MemoryLimiter({ clock, leaseMs: 1_000 }), routers: () => 3, clock, retryMs: 1_000, onChange: (d) => changes.push(d) });
+    const ticket = (await ask(limiter, 120)).ticket as Ticket;
+    store.settle = () => {
+      throw new Error('connection is closed');
+    };
+    expect(() => limiter.settle(ticket, 0)).not.toThrow();
+    expect(limiter.degraded).toBe(true);
+    expect(changes).toEqual([true]);
+  });
+
   it('settles a ticket where it was admitted', async () => {
     const clock = new FakeClock();
     const store = new FlakyStore();

@@ -63,8 +63,13 @@ export class SharedLimiter implements Limiter {
   settle(ticket: Ticket, usedTokens: number): Promise<void> | undefined {
     const { shared, local } = this.options;
     if (ticket.via === 'memory' || shared === undefined) return local.settle(ticket, usedTokens);
-    // A failed write: the claim stays in the store until its window and lease run out, never longer.
-    return shared.settle(ticket, usedTokens)?.catch((error: unknown) => this.failed(this.options.clock.now(), error));
+    // A failed write (refused at once or later): the claim stays in the store until its window and lease run out, never longer.
+    try {
+      return shared.settle(ticket, usedTokens)?.catch((error: unknown) => this.failed(this.options.clock.now(), error));
+    } catch (error) {
+      this.failed(this.options.clock.now(), error);
+      return undefined;
+    }
   }
 
   async renew(tickets: readonly Ticket[]): Promise<void> {

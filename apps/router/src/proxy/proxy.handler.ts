@@ -376,7 +376,13 @@ export class ProxyHandler implements RelayHost {
     const admission = ex.limits;
     if (admission === undefined || this.keyLimits === undefined) return;
     ex.limits = undefined;
-    this.keyLimits.settle(admission, usage, status >= 200 && status < 300)?.catch((error: unknown) => this.logger.debug({ err: error }, 'key limits: settle failed; the claim lapses with its window'));
+    const failed = (error: unknown): void => this.logger.debug({ err: error }, 'key limits: settle failed; the claim lapses with its window');
+    // Settling is mostly synchronous now: a throw must not escape into whatever ended the response.
+    try {
+      this.keyLimits.settle(admission, usage, status >= 200 && status < 300)?.catch(failed);
+    } catch (error) {
+      failed(error);
+    }
   }
 
   private count(route: string, model: string, status: number, start: number): void {
