@@ -376,14 +376,18 @@ export class ProxyHandler implements RelayHost {
     const admission = ex.limits;
     if (admission === undefined || this.keyLimits === undefined) return;
     ex.limits = undefined;
-    const failed = (error: unknown): void => this.logger.debug({ err: error }, 'key limits: settle failed; the claim lapses with its window');
     // Settling is mostly synchronous now: a throw must not escape into whatever ended the response.
     try {
-      this.keyLimits.settle(admission, usage, status >= 200 && status < 300)?.catch(failed);
+      this.keyLimits.settle(admission, usage, status >= 200 && status < 300)?.catch(this.settleFailed);
     } catch (error) {
-      failed(error);
+      this.settleFailed(error);
     }
   }
+
+  /** A settle that failed (at once or later): logged; the claim lapses with its window and lease. */
+  private readonly settleFailed = (error: unknown): void => {
+    this.logger.debug({ err: error }, 'key limits: settle failed; the claim lapses with its window');
+  };
 
   private count(route: string, model: string, status: number, start: number): void {
     this.observer.answered(route, model, status, (performance.now() - start) / 1000);
