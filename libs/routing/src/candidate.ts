@@ -37,9 +37,11 @@ export interface Candidate {
    */
   readonly load?: EngineLoad;
   /**
-   * Requests this router had in flight on the endpoint when `load` was read. With it, the
-   * scorers add what this router sent (or saw finish) since that scrape to the scraped figures;
-   * without it (or without `load`) they use the scraped figures as they are.
+   * Requests this router had in flight on the endpoint when `load` was read: the most it had
+   * while that scrape was out (the engine read its figures at some moment in between and holds
+   * no more of this router's requests than the router had then). With it, the scorers add what
+   * this router sent (or saw finish) since that scrape to the scraped figures; without it (or
+   * without `load`) they use the scraped figures as they are.
    */
   readonly inFlightAtScrape?: number;
   /** Sequences the engine runs at once, when it reports them (its fresh `load.capacity`; llama.cpp: its slots). */

@@ -1,7 +1,8 @@
 import { DomainError, ErrorCode, type Problem, type Rng } from '@llmgw/domain';
 import type { Candidate, PickRequest } from './candidate';
 import { DEFAULT_FILTERS, type Filter } from './filters';
-import { SCORERS, type Scorer } from './scorers';
+import { loadCap } from './prefix-affinity';
+import { estimatedOccupancy, SCORERS, type Scorer } from './scorers';
 
 export interface WeightedScorer {
   readonly scorer: Scorer;
@@ -36,10 +37,27 @@ export interface CandidateScore {
 }
 
 export type PickResult =
-  | { readonly ok: true; readonly chosen: Candidate; readonly eligible: readonly Candidate[]; readonly scores: readonly CandidateScore[] }
+  | {
+      readonly ok: true;
+      readonly chosen: Candidate;
+      readonly eligible: readonly Candidate[];
+      /** Each eligible candidate's scores, in `eligible`'s order (those at or over the cap too). */
+      readonly scores: readonly CandidateScore[];
+      /** The balance cap of this choice (see BALANCE_EPSILON): only candidates below it were chosen from. */
+      readonly cap: number;
+    }
   | { readonly ok: false; readonly reason: 'no-endpoints' | 'none-eligible'; readonly eligible: readonly Candidate[] };
 
 const clamp01 = (v: number): number => (Number.isFinite(v) ? Math.min(1, Math.max(0, v)) : 0);
+
+/**
+ * How far above the mean the weighted choice may take a replica: the request goes to a candidate
+ * whose estimated occupancy (see estimatedOccupancy) is below ⌈(1 + ε) × the mean⌉, the request
+ * counted in the mean (loadCap, the bounded loads prefix affinity's guard uses too). The least
+ * occupied candidate is always below it. 0.25 is #14's bound for uniform load (no replica above
+ * 1.25 × the mean + 1).
+ */
+export const BALANCE_EPSILON = 0.25;
 
 /**
  * Chooses an endpoint: filters → weighted scorers → the best total, ties broken by the
@@ -70,7 +88,15 @@ export class EndpointPicker {
     return this.choose(eligible);
   }
 
-  /** Scores an already filtered, non-empty list and picks the best. */
+  /**
+   * Scores an already filtered, non-empty list and picks the best of those below the balance cap
+   * (see BALANCE_EPSILON). The scorers weigh what makes a request's answer come sooner (requests
+   * ahead of its first token, KV room, running sequences), and a replica can be best on all of
+   * them but one and still run the most sequences: with every other replica just sent a request
+   * that is still in prefill, the weights alone put a fourth on a replica running three while
+   * others ran one (picker.spec.ts, the closed loop). The cap keeps that from happening whatever
+   * the weights.
+   */
   choose(eligible: readonly Candidate[]): PickResult {
     const totals = new Array<number>(eligible.length).fill(0);
     const byScorer: Record<string, number>[] = eligible.map(() => ({}));
@@ -82,12 +108,14 @@ export class EndpointPicker {
         totals[i] += (v * weight) / this.weightSum;
       }
     }
+    const occupancy = eligible.map(estimatedOccupancy);
+    const cap = loadCap(occupancy, BALANCE_EPSILON);
     let best = -Infinity;
-    for (const t of totals) if (t > best) best = t;
+    for (let i = 0; i < totals.length; i++) if (occupancy[i] < cap && totals[i] > best) best = totals[i];
     const top: number[] = [];
-    for (let i = 0; i < totals.length; i++) if (best - totals[i] <= 1e-9) top.push(i);
+    for (let i = 0; i < totals.length; i++) if (occupancy[i] < cap && best - totals[i] <= 1e-9) top.push(i);
     const index = top.length === 1 ? top[0] : top[Math.min(top.length - 1, Math.floor(this.rng.next() * top.length))];
     const scores = eligible.map((c, i) => ({ id: c.id, total: totals[i], byScorer: byScorer[i] }));
-    return { ok: true, chosen: eligible[index], eligible, scores };
+    return { ok: true, chosen: eligible[index], eligible, scores, cap };
   }
 }

@@ -33,14 +33,22 @@ export type LoadFigures = Pick<Candidate, 'inFlight' | 'load' | 'inFlightAtScrap
  * the next one (herding). What this router added is counted as both running and waiting:
  * without the engine's capacity it cannot know which, and erring towards "busier" is what
  * spreads the next choices. Unknown fields stay unknown.
+ *
+ * Running is never estimated below this router's own requests there that the waiting estimate
+ * does not hold: the engine has them all. The scraped figures can trail them: the engine ends a
+ * request before the router sees its stream close, and starts one after the router sent it, so
+ * a scrape read while requests are replaced can count fewer of this router's requests than the
+ * count it is compared with (Candidate.inFlightAtScrape). With one router the estimate is then
+ * its in-flight count; with more, that plus what the scrape showed beyond it.
  */
 export function estimatedLoad(c: Candidate): { readonly running?: number; readonly waiting?: number } {
   const load = c.load;
   if (load === undefined) return {};
   const delta = sentSinceScrape(c);
+  const waiting = load.waiting === undefined ? undefined : Math.max(0, load.waiting + delta);
   return {
-    ...(load.running === undefined ? {} : { running: Math.max(0, load.running + delta) }),
-    ...(load.waiting === undefined ? {} : { waiting: Math.max(0, load.waiting + delta) }),
+    ...(load.running === undefined ? {} : { running: Math.max(load.running + delta, c.inFlight - (waiting ?? 0), 0) }),
+    ...(waiting === undefined ? {} : { waiting }),
   };
 }
 
@@ -52,13 +60,15 @@ function sentSinceScrape(c: LoadFigures): number {
 /**
  * Requests on the engine as they are likely to be now, running and waiting together: the scraped
  * running + waiting plus what this router sent since the scrape (counted once, unlike
- * estimatedLoad's per-field view), never below 0. Without a scraped running count, this router's
- * own in-flight count: the one figure always known. The load guard of prefix affinity compares it.
+ * estimatedLoad's per-field view), and never fewer than this router's own requests there (the
+ * engine holds them all; estimatedLoad says why the scraped figures can trail them). Without a
+ * scraped running count, this router's own in-flight count: the one figure always known. The load
+ * guard of prefix affinity compares it.
  */
 export function estimatedOccupancy(c: LoadFigures): number {
   const running = c.load?.running;
   if (running === undefined) return c.inFlight;
-  return Math.max(0, running + (c.load?.waiting ?? 0) + sentSinceScrape(c));
+  return Math.max(running + (c.load?.waiting ?? 0) + sentSinceScrape(c), c.inFlight);
 }
 
 /**

@@ -13,10 +13,21 @@ export interface EndpointTarget {
   readonly key: string;
 }
 
-/** One successful scrape: the engine's load, when it was read (ms since epoch) and this router's in-flight count then. */
+/** One successful scrape: the engine's load, when it was read (ms since epoch) and this router's in-flight count then (see inFlight). */
 export interface ScrapeReading {
   readonly load: EngineLoad;
   readonly at: number;
+  /**
+   * The most requests this router had in flight on the endpoint while the scrape was out (see
+   * EndpointState.scrapeStarted). The engine's figures are from some moment between sending the
+   * scrape and its answer, and at any moment the engine holds no more of this router's requests
+   * than the router has in flight (it gets a request after the router sends it and ends it
+   * before the router sees the end). So the scraped figures minus this are at most what other
+   * routers had there, and the estimates (libs/routing estimatedLoad) do not count this router's
+   * own requests twice. The count when the answer arrived instead lets a request that ended at
+   * the engine before the scrape read and at the router after the answer count as ended twice,
+   * and a replica whose requests keep ending and being replaced read lower than it ran.
+   */
   readonly inFlight: number;
 }
 
@@ -79,8 +90,10 @@ export class EndpointState {
   lastSlotsError: string | undefined;
   /** Scrapes in a row that got no answer (connection failed or timed out); any answer resets it. */
   scrapeFailures = 0;
-  /** A scrape of this endpoint is running (never two at once). */
+  /** A scrape of this endpoint is running (never two at once); set by scrapeStarted. */
   scraping = false;
+  /** The most requests in flight here since the newest scrape was sent (see ScrapeReading.inFlight). */
+  inFlightPeak = 0;
   /** Each scorer's value for this endpoint at its last choice (for /metrics). */
   lastScores: Readonly<Record<string, number>> | undefined;
   /** Canonical model names this endpoint serves. */
@@ -153,15 +166,22 @@ export class EndpointState {
     this.loadAverage.set(now, guardLoad({ inFlight: this.inFlight, awaitingOutput: this.awaitingOutput, ...this.freshScrape(now) }));
   }
 
+  /** A scrape of this endpoint is sent: it is running, and the peak in-flight count starts from now (see ScrapeReading.inFlight). */
+  scrapeStarted(): void {
+    this.scraping = true;
+    this.inFlightPeak = this.inFlight;
+  }
+
   /** A scrape answered: its reading becomes the endpoint's newest. */
   recordScrape(reading: ScrapeReading): void {
     this.lastScrape = reading;
     this.loadChanged();
   }
 
-  /** A request is sent here: in-flight and awaiting-output +1, last-used = now, a half-open breaker's probe taken. */
+  /** A request is sent here: in-flight (and its peak) and awaiting-output +1, last-used = now, a half-open breaker's probe taken. */
   acquire(now: number): void {
     this.inFlight++;
+    if (this.inFlight > this.inFlightPeak) this.inFlightPeak = this.inFlight;
     this.awaitingOutput++;
     this.lastUsedAt = now;
     this.breaker.onAcquire();

@@ -85,6 +85,26 @@ async function setup(engine: EngineKind, answers: Record<string, Answer>) {
   return { stub, registry, snapshot, state, scrape, logs, slotsErrors, allErrors };
 }
 
+describe('EndpointScraper: what the router had in flight at a scrape', () => {
+  it('records the most requests in flight while the scrape was out, not the count when its answer came', async () => {
+    const t = await setup('vllm', { '/metrics': ok(VLLM_METRICS) });
+    const s = t.state();
+    s.acquire(0);
+    const first = t.scrape();
+    // While the scrape is out: two more sent, then two finish (the engine read its figures at
+    // some moment in between and may have counted any of them).
+    s.acquire(0);
+    s.acquire(0);
+    s.release('success');
+    s.release('success');
+    await first;
+    expect([s.lastScrape?.load.running, s.lastScrape?.inFlight, s.inFlight]).toEqual([3, 3, 1]);
+    // The next scrape starts from the count when it is sent.
+    await t.scrape();
+    expect(s.lastScrape?.inFlight).toBe(1);
+  });
+});
+
 describe('EndpointScraper and llama-server /slots', () => {
   it('reads running and capacity from /slots when /metrics has neither KV usage nor running (current builds)', async () => {
     const t = await setup('llamacpp', { '/metrics': ok(LLAMA_METRICS_NO_KV), '/slots': ok(SLOTS_2_BUSY) });

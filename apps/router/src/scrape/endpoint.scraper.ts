@@ -85,14 +85,14 @@ export class EndpointScraper {
   /** Scrapes one endpoint and records the reading or the failure; never throws. */
   async scrape(state: EndpointState): Promise<void> {
     if (state.scraping) return;
-    state.scraping = true;
+    state.scrapeStarted();
     const started = performance.now();
     try {
       const text = await this.fetchText(state, '/metrics', 'text/plain');
       let load = readLoad(text, state.mapping, { modelName: state.endpoint.model });
       if (!state.noSlots && wantsSlots(state.endpoint.engine, load)) load = await this.addSlots(state, load);
       if (state.removed) return;
-      state.recordScrape({ load, at: this.clock.now(), inFlight: state.inFlight });
+      state.recordScrape({ load, at: this.clock.now(), inFlight: state.inFlightPeak });
       state.lastScrapeError = undefined;
       this.countFailures(state, false);
       this.onReading(state);
