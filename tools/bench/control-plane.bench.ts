@@ -35,7 +35,7 @@ import {
 import { openStore } from '@llmgw/store';
 import { testChannelCredentials, useTestPki } from '@llmgw/testing';
 import { dockerEnv, dockerInstructions } from '../scripts/deploy-checks';
-import { machineLine, percentile, printTable, writeSection } from './bench-report';
+import { machineLine, markdownTable, percentile, printTable, writeSection } from './bench-report';
 
 const GB = 1e9;
 const ROOT = resolve(__dirname, '..', '..');
@@ -678,9 +678,7 @@ async function main(): Promise<void> {
     `- ${rssLine}`,
     `- Load average (1 min) ${load0.toFixed(1)} at start, ${load1.toFixed(1)} at end: wall-clock figures include waiting for a core.`,
     '',
-    '| measure | samples | median | p99 | max | target | ratio to target |',
-    '|---|---|---|---|---|---|---|',
-    ...rows.slice(1).map((r) => `| ${r.join(' | ')} |`),
+    markdownTable(rows),
   ];
   const file = plaintext ? writeSection('control-plane-plaintext', 'Control plane, gRPC in plaintext', md.join('\n')) : writeSection('control-plane', 'Control plane', md.join('\n'));
   process.stdout.write(`wrote ${file}\n`);

@@ -13,7 +13,7 @@ import type { NodeEntry } from '@llmgw/control';
 import { registerClusterMetrics } from '../../apps/controller/src/metrics/cluster.collector';
 import { createMetricsRegistry, type MetricsRegistry } from '@llmgw/observability';
 import { Gauge } from 'prom-client';
-import { machineLine, percentile, printTable, writeSection } from './bench-report';
+import { machineLine, markdownTable, percentile, printTable, writeSection } from './bench-report';
 
 const { values: args } = parseArgs({
   options: {
@@ -157,9 +157,7 @@ async function main(): Promise<void> {
     '',
     `One scrape of the controller's cluster metrics with ${NODES} nodes x 8 GPUs in memory (no fleet, no HTTP), in one process: the baseline is the four per-GPU families as prom-client Gauges that set all ${NODES * 8} series of each at scrape time, as the controller had them; now is every cluster family the controller registers, with the per-GPU ones as text families. Bytes allocated are V8's sampling heap profiler's, counting every allocation whether collected or not; ${SCRAPES} scrapes of each after a warm-up one.`,
     '',
-    `| ${rows[0].join(' | ')} |`,
-    `|${rows[0].map(() => '---').join('|')}|`,
-    ...rows.slice(1).map((r) => `| ${r.join(' | ')} |`),
+    markdownTable(rows),
   ];
   process.stdout.write(`wrote ${writeSection('metrics-scrape', 'Controller metrics scrape', md.join('\n'))}\n`);
 }

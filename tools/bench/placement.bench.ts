@@ -14,7 +14,7 @@ import {
 } from '@llmgw/placement';
 import * as os from 'node:os';
 import { parseArgs } from 'node:util';
-import { machineLine, percentile, printTable, writeSection } from './bench-report';
+import { machineLine, markdownTable, percentile, printTable, writeSection } from './bench-report';
 
 const GB = 1e9;
 const NODES = 2000;
@@ -297,9 +297,9 @@ function main(): void {
       '',
       ...lines.map((l) => `- ${l}`),
       '',
-      ...markdownTable(rows),
+      markdownTable(rows),
       '',
-      ...markdownTable(memRows),
+      markdownTable(memRows),
       '',
       'Ratios are against the first row unless stated. `place(request, inventory)` reads the',
       'inventory directly each call (allocations indexed by node once, then every GPU of every',
@@ -311,11 +311,6 @@ function main(): void {
     const file = writeSection('placement', 'Placement', md.join('\n'));
     process.stdout.write(`wrote the placement section of ${file}\n`);
   }
-}
-
-function markdownTable(rows: string[][]): string[] {
-  const [head, ...body] = rows;
-  return [`| ${head.join(' | ')} |`, `|${head.map(() => '---').join('|')}|`, ...body.map((r) => `| ${r.join(' | ')} |`)];
 }
 
 main();

@@ -17,7 +17,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { repoRoot, startRedis, stopAllSpawned } from '@llmgw/testing';
 import { BENCH_KEY, FAR_LIMITS, INSTANT_ENGINE_WHAT, startBenchRouter, startInstantEngine, type BenchRouterOptions } from './bench-router-setup';
-import { machineLine, percentile, printTable, writeSection } from './bench-report';
+import { machineLine, markdownTable, percentile, printTable, writeSection } from './bench-report';
 
 const { values: args } = parseArgs({
   options: {
@@ -176,7 +176,6 @@ async function main(): Promise<void> {
     printTable(summary);
 
     if (!args['no-write']) {
-      const table = (r: string[][]): string => [`| ${r[0].join(' | ')} |`, `|${r[0].map(() => '---').join('|')}|`, ...r.slice(1).map((x) => `| ${x.join(' | ')} |`)].join('\n');
       const body = [
         `Command: \`npm run bench:router-overhead${args.against !== undefined ? ` -- --against ${args.against}` : ''}\` (\`node tools/run.cjs tools/bench/router-overhead.bench.ts\`), at ${thisRev}${dirty ? ' with uncommitted changes' : ''}.`,
         '',
@@ -184,9 +183,9 @@ async function main(): Promise<void> {
         '',
         `Engine: ${INSTANT_ENGINE_WHAT}. One request at a time (${BODY.length}-byte chat body, every path sent the same API key), ${REQUESTS} requests per path per round, ${ROUNDS} rounds after ${WARMUP} per path of warm-up; the paths take turns request by request (the order rotates), each over one keep-alive connection; p50 and p90 are the median over rounds. Routers: static config, default settings; limits far above the load (every request admitted). For CPU per request and throughput, see bench:router.`,
         '',
-        table(rows),
+        markdownTable(rows),
         '',
-        table(summary),
+        markdownTable(summary),
       ].join('\n');
       process.stdout.write(`wrote ${writeSection('router-overhead', 'Router: what each stage adds, one request at a time', body)}\n`);
     }

@@ -22,7 +22,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { freePort, runTsEntry, spawnProcess, startRedis, stopAllSpawned, type SpawnedProcess } from '@llmgw/testing';
 import { BENCH_KEY, FAR_LIMITS, INSTANT_ENGINE_WHAT, startBenchRouter, startInstantEngine } from './bench-router-setup';
-import { cpuMicros, machineLine, percentile, printTable, writeSection } from './bench-report';
+import { cpuMicros, machineLine, markdownTable, percentile, printTable, writeSection } from './bench-report';
 
 const { values: args } = parseArgs({
   options: {
@@ -350,7 +350,6 @@ async function main(): Promise<void> {
     printTable(summary);
 
     if (!args['no-write']) {
-      const table = (r: string[][]): string => [`| ${r[0].join(' | ')} |`, `|${r[0].map(() => '---').join('|')}|`, ...r.slice(1).map((x) => `| ${x.join(' | ')} |`)].join('\n');
       const body = [
         'Command: `npm run bench:router` (`node tools/run.cjs tools/bench/router.bench.ts`).',
         '',
@@ -358,9 +357,9 @@ async function main(): Promise<void> {
         '',
         `Engine: ${engine.what}. The same POST ${PATH} (${BODY.length}-byte body) goes straight to it, through llmgw-router (one process, static config, default settings: auth off, scraping on, routing policy ${args.policy === 'default' ? 'the default for chat (prefix-affinity)' : args.policy}; it reads API requests with its own HTTP/1.1 front end and keeps pooled keep-alive connections to engines), through nginx 1.22 \`proxy_pass\` (\`worker_processes 1\`, upstream keepalive, proxy_buffering off), and — for scale — through a bare 20-line proxy on Node's http server and client (no routing, no metrics: what Node's own HTTP machinery costs). Latency: open loop at ${RATE} req/s, ${ROUNDS} rounds × ${SECONDS} s per path after a ${WARMUP_MS} ms warm-up, paths interleaved and rotated; p50 and p99 are the median over rounds of each round's percentile (one disturbed round does not decide); the load generator is the benchmark process. Maximum: \`wrk -t1 -c${CONNECTIONS} -d${SECONDS}s\`, median of ${ROUNDS} rounds. Added latency = the path's percentile minus the direct path's. Proxy CPU µs/req = CPU time (user + system, from /proc) of the proxy's processes during the wrk runs divided by the requests served — the cost that decides throughput on a machine of your own, less sensitive to other load than req/s.`,
         '',
-        table(rows),
+        markdownTable(rows),
         '',
-        table(summary),
+        markdownTable(summary),
       ].join('\n');
       process.stdout.write(`wrote ${writeSection('router', 'Router: added latency and throughput against nginx', body)}\n`);
     }

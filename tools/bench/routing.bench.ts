@@ -31,7 +31,7 @@ import { parseArgs } from 'node:util';
 import { EngineKind, RoutingPolicy, type EndpointSnapshot } from '@llmgw/proto';
 import { inheritedTestEnv, runTsEntry, spawnProcess, stopAllSpawned, useTestPki, waitFor, type SpawnedProcess } from '@llmgw/testing';
 import { FakeController } from '../../apps/router/src/test/router.harness';
-import { machineLine, percentile, percentileInterval, printTable, writeSection } from './bench-report';
+import { machineLine, markdownTable, percentile, percentileInterval, printTable, writeSection } from './bench-report';
 
 const { values: args } = parseArgs({
   options: {
@@ -434,7 +434,7 @@ async function churnSection(dir: string): Promise<void> {
       '',
       `Setup: 9 sim-engine replicas (vLLM flavour, --profile ${PROFILE}: Llama 3.1 8B on one L4, prefix cache on, ${MAX_TOKENS} output tokens${OUTPUT_JITTER > 0 ? ` ± ${Math.round(OUTPUT_JITTER * 100)} %` : ''}); the router${ROUTER_COUNTS.some((n) => n > 1) ? 's follow' : ' follows'} a controller's watch stream (a fake controller on the real RouterService contract) that first lists r0..r7 and, ${Math.floor(CHURN_SECONDS / 2)} s into a ${CHURN_SECONDS} s run, removes r3 and adds r8 (cold cache). ${CLIENTS} streaming clients in a closed loop run the shared workload (${SYSTEM_PROMPTS} system prompts of ~${PROMPT_WORDS} tokens, conversations of ${TURNS} turns) for the whole run. Hit rate = the engines' summed vllm:prefix_cache_hits_total ÷ queries_total over the window, sampled every second. "Recovered within" = the end of the first 5 s window after the change whose hit rate is within 5 points of the 20 s before it.`,
       '',
-      [`| ${rows[0].join(' | ')} |`, `|${rows[0].map(() => '---').join('|')}|`, ...rows.slice(1).map((r) => `| ${r.join(' | ')} |`)].join('\n'),
+      markdownTable(rows),
     ].join('\n'),
   );
   process.stdout.write(`wrote ${path}\n`);
@@ -481,7 +481,6 @@ async function matrixSection(dir: string): Promise<void> {
   }
   printTable(rows);
   if (args['no-write']) return;
-  const table = [`| ${rows[0].join(' | ')} |`, `|${rows[0].map(() => '---').join('|')}|`, ...rows.slice(1).map((r) => `| ${r.join(' | ')} |`)].join('\n');
   const several = ROUTER_COUNTS.some((n) => n > 1);
   const given = process.argv.slice(2).filter((a) => a !== '--no-write');
   const command = `npm run bench:routing${given.length > 0 ? ` -- ${given.join(' ')}` : ''}`;
@@ -495,7 +494,7 @@ async function matrixSection(dir: string): Promise<void> {
       '',
       `Setup: 8 sim-engine replicas (vLLM flavour, --profile ${PROFILE}: Llama 3.1 8B on one L4, i.e. prefill 3500 tok/s, decode 15 tok/s, 30,720 KV tokens; tools/sim-engine/README.md, "Calibration"; prefix cache on, ${MAX_TOKENS} output tokens${OUTPUT_JITTER > 0 ? ` ± ${Math.round(OUTPUT_JITTER * 100)} %` : ''}) behind ${several ? `${ROUTER_COUNTS.join(' or ')} llmgw-routers (each with the same static config, sharing nothing; client i sends to router i mod N)` : 'one llmgw-router'} (scrapes every 200 ms), fresh engines and routers for every run. ${CLIENTS} streaming clients in a closed loop for ${RUN_SECONDS} s (random: ${RANDOM_SECONDS} s, for as many requests), each running conversations of ${TURNS} turns (each turn resends the conversation so far); everything is measured over the last ${RUN_SECONDS - WARMUP_SECONDS} s (random: ${RANDOM_SECONDS - WARMUP_SECONDS} s) only (requests sent after a ${WARMUP_SECONDS} s warm-up that fills the caches, the same for every policy), and "requests" counts those. Workloads: shared = ${SYSTEM_PROMPTS} system prompts of ~${PROMPT_WORDS} tokens; random = a fresh ~${PROMPT_WORDS}-token prompt every request; hot = half the conversations on one system prompt. TTFT = time to the first content chunk at the client. "p99 95 % CI" is the range of requests' TTFTs that holds the true p99 with 95 % confidence (exact binomial order statistics; "?" where there are too few requests beyond the p99 to bound it): two p99s whose ranges overlap are not shown to differ. Hit rate = vllm:prefix_cache_hits_total ÷ vllm:prefix_cache_queries_total summed over the engines. max/mean running = the busiest replica's average running sequences over the mean of all replicas' averages (sampled every 50 ms). Ratios "vs RR" are round-robin's value (behind ${ROUTER_COUNTS[0]} router${ROUTER_COUNTS[0] > 1 ? 's' : ''}) ÷ this row's (above 1 = better). Round-robin here is the router's round-robin policy; prefix-only is prefix-affinity with ε = ${PREFIX_ONLY_EPSILON}, the largest the catalog accepts, so its load cap never binds here (affinity without the guard). Engines, routers and clients share the machine's cores, so TTFT moves between runs with whatever else runs; hit rate and max/mean running move less. Churn has its own section.`,
       '',
-      table,
+      markdownTable(rows),
     ].join('\n'),
   );
   process.stdout.write(`wrote ${path}\n`);

@@ -14,7 +14,7 @@ import * as os from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { createTestPki, grpcTlsEnv, repoRoot, runTsEntry, spawnProcess, stopAllSpawned } from '@llmgw/testing';
-import { machineLine, percentile, printTable, writeSection } from './bench-report';
+import { machineLine, markdownTable, percentile, printTable, writeSection } from './bench-report';
 
 /** Each server app: its Nx project, its dist folder and source entry, and the settings it needs. */
 const APPS = {
@@ -135,9 +135,7 @@ async function main(): Promise<void> {
     '',
     "Milliseconds from `spawn` to the first `GET /readyz` answered 200 (the probe polls every 20 ms after the app's `listening` line), each start with a fresh data folder, so the controller and the catalog API create and migrate their SQLite database every time. Built: `node dist/apps/<app>/main.js` (plain Node, as the images and the systemd unit run it). Source: `node tools/run.cjs apps/<app>/src/main.ts` (the SWC loader compiles the TypeScript as it loads). Settings as the built-apps e2e gives them: the router in static mode (no controller), the controller with its two gRPC tokens, the agent without a controller; ports 0; gRPC over TLS with a CA and certificate made for the run. Starts alternate built and source.",
     '',
-    `| ${rows[0].join(' | ')} |`,
-    `|${rows[0].map(() => '---').join('|')}|`,
-    ...rows.slice(1).map((r) => `| ${r.join(' | ')} |`),
+    markdownTable(rows),
   ];
   const file = writeSection('startup', 'Start-up time to /readyz', md.join('\n'));
   process.stdout.write(`wrote ${file}\n`);
