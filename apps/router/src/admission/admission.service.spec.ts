@@ -198,7 +198,7 @@ describe('AdmissionService', () => {
       expect([a.lease.state.id, a.lease.reason]).toEqual([order[1], { policy: 'prefix-affinity', rank: 1, deflectedFrom: [order[0]], cap: expect.any(Number), averageCap: expect.any(Number), blocks: 3, cold: true }]);
     });
 
-    it("counts as deflections the guard's passes and the two choices' pass, not a cold key's pick by load", () => {
+    it("counts as deflections the guard's passes and the two choices' pass, not a cold key's pick of the freest replica", () => {
       const passed = { policy: 'prefix-affinity', rank: 3, deflectedFrom: ['a', 'b', 'c'], cap: 3, averageCap: 2, blocks: 4 } as const;
       expect(deflections(passed)).toBe(3);
       expect(deflections({ ...passed, rank: 1, deflectedFrom: ['a'], busier: 'a' })).toBe(1);
@@ -208,11 +208,11 @@ describe('AdmissionService', () => {
       expect(deflections({ ...passed, cold: true })).toBe(3);
     });
 
-    it("sends a key's first request by load among the replicas under both caps, and the key's later ones by its order", () => {
+    it("sends a key's first request where its prefill starts soonest, and the key's later ones by its order", () => {
       const { admission, registry } = setup(roomy, many(4));
       const order = rendezvousOrder(77, registry.endpointsFor('m').map((s) => s.candidate(0))).map((c) => c.id);
       // This router's requests still awaiting output on the key's first two replicas; ε = 3 keeps
-      // every replica under the load caps, so only the choice by load (awaiting output) moves the request.
+      // every replica under the load caps, so only the cold rule moves the request.
       for (const id of order.slice(0, 2)) registry.get(id)!.acquire(0);
       const roomyAffinity: RouteHow = { ...affinity(77), epsilon: 3 };
       const first = admission.admit('m', roomyAffinity);
