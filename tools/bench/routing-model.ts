@@ -111,16 +111,19 @@ function simulate(policy: string, workload: string, seed: number): Result {
   });
   const candidates = (): Candidate[] => engines.map((_, i) => ({ ...candidate(i), averageLoad: loadAverages[i].read(now) }));
   const recentKeys = new RecentKeys();
+  const byLoad = (cs: readonly Candidate[], ties: 'random' | 'first' = 'random'): Candidate => {
+    const r = picker.choose(cs, ties);
+    if (!r.ok) throw new Error('nothing picked');
+    return r.chosen;
+  };
   const choose = (key: number): number => {
     const cs = candidates();
     if (policy === 'round-robin') return roundRobin.choose(engines.map((_, i) => i));
     if (policy !== 'least-load') {
-      const a = chooseByAffinity(key, cs, epsilon, undefined, !recentKeys.placed(key));
+      const a = chooseByAffinity(key, cs, epsilon, undefined, recentKeys.placed(key) ? undefined : (under) => byLoad(under, 'first'));
       if (a !== undefined) return Number(a.chosen.id.slice(1));
     }
-    const r = picker.pick({ model: 'm' }, cs);
-    if (!r.ok) throw new Error('nothing picked');
-    return Number(r.chosen.id.slice(1));
+    return Number(byLoad(cs).id.slice(1));
   };
 
   const systems = Array.from({ length: SYSTEM_PROMPTS }, (_, i) => tokens(i + 1, PROMPT_TOKENS));

@@ -276,6 +276,13 @@ describe('EndpointPicker scoring', () => {
     expect(estimatedOccupancy(cand('a', over))).toBe(want);
   });
 
+  it("gives ties to the earliest in the list when asked ('first'), never asking the randomness", () => {
+    const cs = [cand('a'), cand('b', { inFlight: 1 }), cand('c'), cand('d')];
+    const never = { next: (): number => { throw new Error('asked the randomness'); } };
+    const r = new EndpointPicker(buildScorers(DEFAULT_SCORER_WEIGHTS), never).choose([cs[1], cs[2], cs[0], cs[3]], 'first');
+    expect(r.ok && r.chosen.id).toBe('c');
+  });
+
   it('breaks ties with the injected randomness', () => {
     const cs = [cand('a'), cand('b'), cand('c')];
     const picked = [0, 0.34, 0.67].map((v) => {

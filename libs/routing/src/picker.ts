@@ -95,9 +95,12 @@ export class EndpointPicker {
    * them but one and still run the most sequences: with every other replica just sent a request
    * that is still in prefill, the weights alone put a fourth on a replica running three while
    * others ran one (picker.spec.ts, the closed loop). The cap keeps that from happening whatever
-   * the weights.
+   * the weights. Equal best totals go to the injected randomness (`ties` 'random': routers that
+   * see the same figures do not all pick the same replica) or to the earliest in the list
+   * ('first': a prefix-affinity cold key's list is in its rendezvous order, so on a tie it goes
+   * home, where its later requests will go, and every router agrees).
    */
-  choose(eligible: readonly Candidate[]): PickResult {
+  choose(eligible: readonly Candidate[], ties: 'random' | 'first' = 'random'): PickResult {
     const totals = new Array<number>(eligible.length).fill(0);
     const byScorer: Record<string, number>[] = eligible.map(() => ({}));
     for (const { scorer, weight } of this.scorers) {
@@ -114,7 +117,7 @@ export class EndpointPicker {
     for (let i = 0; i < totals.length; i++) if (occupancy[i] < cap && totals[i] > best) best = totals[i];
     const top: number[] = [];
     for (let i = 0; i < totals.length; i++) if (occupancy[i] < cap && best - totals[i] <= 1e-9) top.push(i);
-    const index = top.length === 1 ? top[0] : top[Math.min(top.length - 1, Math.floor(this.rng.next() * top.length))];
+    const index = top.length === 1 || ties === 'first' ? top[0] : top[Math.min(top.length - 1, Math.floor(this.rng.next() * top.length))];
     const scores = eligible.map((c, i) => ({ id: c.id, total: totals[i], byScorer: byScorer[i] }));
     return { ok: true, chosen: eligible[index], eligible, scores, cap };
   }

@@ -228,43 +228,50 @@ describe('chooseByAffinity (the load guard)', () => {
     expect(chooseByAffinity(key, withAwaiting({ [home.id]: 1, [runnerUp.id]: 1, [third.id]: 0 }), 1)!.chosen.id).toBe(home.id);
   });
 
-  it('sends a cold key where its prefill starts soonest: the fewest awaiting output under both caps, then the fewest in flight, then the earliest in its order', () => {
+  it('sends a cold key where the cold chooser says, among the replicas under both caps in its order, and says so', () => {
     const cs = replicas(8).map((c) => ({ ...c, load: { running: 2, waiting: 0 }, inFlight: 2, inFlightAtScrape: 2, averageLoad: 2 }));
     const key = 4242;
     const order = rendezvousOrder(key, cs);
-    const withAwaiting = (n: Record<string, number>): Candidate[] => cs.map((c) => ({ ...c, awaitingOutput: n[c.id] ?? 0 }));
-    // The first two busy, the rest idle: the third in the order (a warm key stays with the first two).
-    const busy = withAwaiting({ [order[0].id]: 1, [order[1].id]: 1 });
-    expect(chooseByAffinity(key, busy, 1, undefined, true)).toMatchObject({ chosen: { id: order[2].id }, rank: 2, cold: true, busier: order[0].id });
-    expect(chooseByAffinity(key, busy, 1)).toMatchObject({ chosen: { id: order[0].id } });
-    expect(chooseByAffinity(key, busy, 1)?.cold).toBeUndefined();
-    // As free of prefills, the one sharing its decode steps with fewer of this router's requests.
-    const decoding = withAwaiting({}).map((c) => (c.id === order[4].id ? { ...c, inFlight: 1 } : c));
-    expect(chooseByAffinity(key, decoding, 1, undefined, true)).toMatchObject({ chosen: { id: order[4].id }, rank: 4, cold: true });
-    // All equal: the home, as for a warm key.
-    const idle = chooseByAffinity(key, withAwaiting({}), 1, undefined, true);
-    expect(idle).toMatchObject({ chosen: { id: order[0].id }, rank: 0, deflectedFrom: [], cold: true });
-    expect(idle?.busier).toBeUndefined();
+    // The first two over the cap now: the chooser sees the other six, in the key's order.
+    const loaded = cs.map((c) => (c.id === order[0].id || c.id === order[1].id ? { ...c, inFlight: 9, averageLoad: 9 } : c));
+    const seen: string[][] = [];
+    const last = (under: readonly Candidate[]): Candidate => {
+      seen.push(under.map((c) => c.id));
+      return under[under.length - 1];
+    };
+    expect(chooseByAffinity(key, loaded, 0.25, undefined, last)).toMatchObject({ chosen: { id: order[7].id }, rank: 7, cold: true, busier: order[2].id, deflectedFrom: order.slice(0, 7).map((c) => c.id) });
+    expect(seen).toEqual([order.slice(2).map((c) => c.id)]);
+    // Its pick the first under both caps: no busier.
+    const first = chooseByAffinity(key, cs, 0.25, undefined, (under) => under[0]);
+    expect(first).toMatchObject({ chosen: { id: order[0].id }, rank: 0, deflectedFrom: [], cold: true });
+    expect(first?.busier).toBeUndefined();
+    // A warm key never asks it, and is not marked cold.
+    expect(chooseByAffinity(key, loaded, 0.25)?.cold).toBeUndefined();
+    // A chooser that returns what it was not given is a bug, not a choice.
+    expect(() => chooseByAffinity(key, loaded, 0.25, undefined, () => loaded.filter((c) => c.id === order[0].id)[0])).toThrow(/cold chooser/);
   });
 
-  it('for a cold key, chooses under both caps with the fewest awaiting output, then the fewest in flight, then the first in the order (or as for a warm key when none is under both)', () => {
+  it('for a cold key, hands the chooser exactly the candidates under both caps in the key order (or chooses as for a warm key when none is under both)', () => {
     fc.assert(
-      fc.property(fc.integer({ min: 0, max: 0xffffffff }), fc.array(candidateArb, { minLength: 1, maxLength: 12 }), fc.double({ min: 0.01, max: 3, noNaN: true }), (key, rows, epsilon) => {
+      fc.property(fc.integer({ min: 0, max: 0xffffffff }), fc.array(candidateArb, { minLength: 1, maxLength: 12 }), fc.double({ min: 0.01, max: 3, noNaN: true }), fc.nat(), (key, rows, epsilon, pick) => {
         const cs = build(rows);
-        const choice = chooseByAffinity(key, cs, epsilon, undefined, true)!;
+        let given: readonly Candidate[] | undefined;
+        const choice = chooseByAffinity(key, cs, epsilon, undefined, (under) => {
+          given = under;
+          return under[pick % under.length];
+        })!;
         const cap = loadCap(cs.map(guardLoad), epsilon);
         const avgCap = averageCap(cs.map((c) => c.averageLoad ?? guardLoad(c)), epsilon);
         const underBoth = (c: Candidate): boolean => guardLoad(c) < cap && (c.averageLoad ?? guardLoad(c)) <= avgCap;
         const order = rendezvousOrder(key, cs);
         const eligible = order.filter(underBoth);
-        const awaiting = (c: Candidate): number => c.awaitingOutput ?? 0;
         if (eligible.length === 0) {
+          expect(given).toBeUndefined();
           expect(choice.chosen).toBe(order.find((c) => guardLoad(c) < cap));
           return;
         }
-        const fewest = Math.min(...eligible.map(awaiting));
-        const fewestInFlight = Math.min(...eligible.filter((c) => awaiting(c) === fewest).map((c) => c.inFlight));
-        expect(choice.chosen).toBe(eligible.find((c) => awaiting(c) === fewest && c.inFlight === fewestInFlight));
+        expect(given).toEqual(eligible);
+        expect(choice.chosen).toBe(eligible[pick % eligible.length]);
         expect(guardLoad(choice.chosen)).toBeLessThan(cap);
         expect(choice.rank).toBe(order.indexOf(choice.chosen));
       }),

@@ -264,13 +264,12 @@ export interface AffinityChoice<C extends Candidate> {
   /** The cap on average load (see averageCap). */
   readonly averageCap: number;
   /**
-   * Set when `chosen` is not the first replica under both caps because that one has more of this
-   * router's requests awaiting output (for a cold key: or as many and more in flight): the key's
-   * runner-up by the two choices, or the replica a cold key went to. The id of the first replica
-   * under both caps.
+   * Set when `chosen` is not the first replica under both caps: because that one has more of this
+   * router's requests awaiting output (the key's runner-up by the two choices), or because a cold
+   * key went where the load said. The id of the first replica under both caps.
    */
   readonly busier?: string;
-  /** The key was cold (this router has not placed it lately; see RecentKeys): chosen by the fewest requests awaiting output, then in flight, among all under both caps. */
+  /** The key was cold (this router has not placed it lately; see RecentKeys): chosen by load (the caller's `cold` chooser) among all under both caps. */
   readonly cold?: true;
 }
 
@@ -287,11 +286,11 @@ export interface AffinityChoice<C extends Candidate> {
  *   it to 1 + ε, without deflecting a request each time a home is one above the mean.
  * Of the first two under both, the second when it has fewer of this router's requests awaiting
  * output (two choices, both within the key's own order: a request does not queue behind another's
- * prefill while the key's runner-up is idle). For a `cold` key (one this router has not placed
- * lately, so no replica is likely to hold its prefix: see RecentKeys), the one under both caps with
- * the fewest of this router's requests awaiting output, then with the fewest of its requests in
- * flight, then the earliest in the key's order (so the home on a tie): affinity buys such a request nothing, and the key's later
- * requests still go by its order. When no candidate is under both, the first under
+ * prefill while the key's runner-up is idle). For a cold key (one this router has not placed
+ * lately, so no replica is likely to hold its prefix: see RecentKeys), `cold` is given and chooses
+ * among all the candidates under both caps, in the key's order: affinity buys such a request
+ * nothing, so it goes by load (the router passes its least-load picker), and the key's later
+ * requests go by its order. When no candidate is under both, the first under
  * the cap now. Undefined only when every
  * candidate is saturated or at the cap (the caller then decides as it would without affinity);
  * the guard never picks a replica at or above the cap while one below exists.
@@ -301,7 +300,7 @@ export function chooseByAffinity<C extends Candidate>(
   candidates: readonly C[],
   epsilon: number,
   saturated: (c: C) => boolean = () => false,
-  cold = false,
+  cold?: (underBoth: readonly C[]) => C,
 ): AffinityChoice<C> | undefined {
   if (candidates.length === 0) return undefined;
   const loadOf = new Map<C, number>();
@@ -312,16 +311,12 @@ export function chooseByAffinity<C extends Candidate>(
   const passedOver = (rank: number): string[] => order.slice(0, rank).map((c) => c.id);
   const underBoth = (c: C): boolean => (loadOf.get(c) as number) < cap && averageOf(c) <= avgCap && !saturated(c);
   const first = order.findIndex(underBoth);
-  if (first >= 0 && cold) {
-    // Nothing to keep: the replica where its prefill starts soonest, then the one with the fewest
-    // of this router's requests (fewer sequences to share its decode steps with), then the key's order.
-    let best = first;
-    for (let i = first + 1; i < order.length; i++) {
-      const c = order[i];
-      const b = order[best];
-      if (underBoth(c) && (awaitingOf(c) < awaitingOf(b) || (awaitingOf(c) === awaitingOf(b) && c.inFlight < b.inFlight))) best = i;
-    }
-    return { chosen: order[best], rank: best, deflectedFrom: passedOver(best), cap, averageCap: avgCap, cold: true, ...(best !== first && { busier: order[first].id }) };
+  if (first >= 0 && cold !== undefined) {
+    // Nothing to keep: chosen by load among all under both caps.
+    const chosen = cold(order.filter(underBoth));
+    const rank = order.indexOf(chosen);
+    if (rank < 0 || !underBoth(chosen)) throw new Error('chooseByAffinity: the cold chooser returned a candidate it was not given');
+    return { chosen, rank, deflectedFrom: passedOver(rank), cap, averageCap: avgCap, cold: true, ...(rank !== first && { busier: order[first].id }) };
   }
   if (first >= 0) {
     // Two choices inside the key's order: the next replica under both caps takes the request when

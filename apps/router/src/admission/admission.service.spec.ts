@@ -198,7 +198,7 @@ describe('AdmissionService', () => {
       expect([a.lease.state.id, a.lease.reason]).toEqual([order[1], { policy: 'prefix-affinity', rank: 1, deflectedFrom: [order[0]], cap: expect.any(Number), averageCap: expect.any(Number), blocks: 3, cold: true }]);
     });
 
-    it("counts as deflections the guard's passes and the two choices' pass, not a cold key's pick of the freest replica", () => {
+    it("counts as deflections the guard's passes and the two choices' pass, not a cold key's pick by load", () => {
       const passed = { policy: 'prefix-affinity', rank: 3, deflectedFrom: ['a', 'b', 'c'], cap: 3, averageCap: 2, blocks: 4 } as const;
       expect(deflections(passed)).toBe(3);
       expect(deflections({ ...passed, rank: 1, deflectedFrom: ['a'], busier: 'a' })).toBe(1);
@@ -208,11 +208,11 @@ describe('AdmissionService', () => {
       expect(deflections({ ...passed, cold: true })).toBe(3);
     });
 
-    it("sends a key's first request where its prefill starts soonest, and the key's later ones by its order", () => {
+    it("sends a key's first request by load among the replicas under both caps, and the key's later ones by its order", () => {
       const { admission, registry } = setup(roomy, many(4));
       const order = rendezvousOrder(77, registry.endpointsFor('m').map((s) => s.candidate(0))).map((c) => c.id);
       // This router's requests still awaiting output on the key's first two replicas; ε = 3 keeps
-      // every replica under the load caps, so only the cold rule moves the request.
+      // every replica under the load caps, so only the choice by load (awaiting output) moves the request.
       for (const id of order.slice(0, 2)) registry.get(id)!.acquire(0);
       const roomyAffinity: RouteHow = { ...affinity(77), epsilon: 3 };
       const first = admission.admit('m', roomyAffinity);
@@ -228,6 +228,34 @@ describe('AdmissionService', () => {
       if (second instanceof Waiter || !second.ok) throw new Error('expected a lease');
       expect(order.slice(0, 2)).toContain(second.lease.state.id);
       expect(second.lease.reason).not.toHaveProperty('cold');
+    });
+
+    it("sends a cold key home on an idle fleet, but not to a home whose first scrape is not in while the others' are", () => {
+      const { admission, registry, clock } = setup(roomy, many(4));
+      const order = rendezvousOrder(78, registry.endpointsFor('m').map((s) => s.candidate(0))).map((c) => c.id);
+      const scrape = (id: string): void => {
+        registry.get(id)!.lastScrape = { load: { running: 0, waiting: 0, kvUsage: 0 }, at: clock.now(), inFlight: 0 };
+      };
+      const coldTo = (key: number): string => {
+        const a = admission.admit('m', { ...affinity(key), epsilon: 3 });
+        if (a instanceof Waiter || !a.ok) throw new Error('expected a lease');
+        a.lease.release('success');
+        return a.lease.state.id;
+      };
+      // No replica scraped yet: all alike, so the key's order decides.
+      expect(coldTo(78)).toBe(order[0]);
+      // Every replica but the home scraped idle: the home's KV headroom is unknown, which never
+      // reads as empty, so a cold key goes to the next in its order (prefix-affinity.e2e.ts waits
+      // for every first scrape before its first turn for this reason).
+      const key = 79;
+      const order79 = rendezvousOrder(key, registry.endpointsFor('m').map((s) => s.candidate(0))).map((c) => c.id);
+      for (const id of order79.slice(1)) scrape(id);
+      expect(coldTo(key)).toBe(order79[1]);
+      // Its scrape in, the next cold key of the same order goes home.
+      scrape(order79[0]);
+      const again = [80, 81, 82, 83, 84].find((k) => rendezvousOrder(k, registry.endpointsFor('m').map((s) => s.candidate(0)))[0].id === order79[0]);
+      if (again === undefined) throw new Error('no key homed on the same replica among 80..84');
+      expect(coldTo(again)).toBe(order79[0]);
     });
 
     it('falls back to the load scorers for a prefix-affinity request with no prompt to key on', () => {

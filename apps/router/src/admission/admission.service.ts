@@ -250,7 +250,7 @@ export class AdmissionService implements LeaseIssuer {
       const thresholds = this.options.thresholds;
       let recent = this.recentKeys.get(model);
       if (recent === undefined) this.recentKeys.set(model, (recent = new RecentKeys()));
-      const cold = !recent.placed(how.key.hash);
+      const cold = recent.placed(how.key.hash) ? undefined : (underBoth: readonly RoutedCandidate[]) => this.byLoad(underBoth, 'first');
       const a = chooseByAffinity(how.key.hash, eligible as readonly RoutedCandidate[], how.epsilon ?? 0, (c) => isSaturated(c, thresholds), cold);
       if (a !== undefined) {
         chosen = a.chosen;
@@ -279,16 +279,21 @@ export class AdmissionService implements LeaseIssuer {
       chosen = candidates[0] as RoutedCandidate;
       reason ??= { policy: 'only-candidate' };
     } else if (chosen === undefined) {
-      const result = this.picker.choose(candidates);
-      if (!result.ok) throw new Error('picker refused a non-empty candidate list');
-      chosen = result.chosen as RoutedCandidate;
-      const i = result.eligible.indexOf(chosen);
-      chosen.state.lastScores = result.scores[i].byScorer;
+      chosen = this.byLoad(candidates as readonly RoutedCandidate[]);
       reason ??= { policy: 'least-load' };
     }
     const lease = new EndpointLease(this, chosen.state, reason as ChoiceReason, queuedMs);
     this.hooks.chose?.(model, chosen.state, lease.reason);
     return lease;
+  }
+
+  /** The weighted scorers' choice among non-empty `candidates` (least-load; ties as EndpointPicker.choose says), its scores kept for /metrics. */
+  private byLoad(candidates: readonly RoutedCandidate[], ties: 'random' | 'first' = 'random'): RoutedCandidate {
+    const result = this.picker.choose(candidates, ties);
+    if (!result.ok) throw new Error('picker refused a non-empty candidate list');
+    const chosen = result.chosen as RoutedCandidate;
+    chosen.state.lastScores = result.scores[result.eligible.indexOf(chosen)].byScorer;
+    return chosen;
   }
 
   private enqueue(model: string, existing: ModelQueue | undefined, now: number, how: RouteHow): Admission | Waiter {

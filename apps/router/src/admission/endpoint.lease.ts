@@ -15,9 +15,9 @@ export type ChoiceReason =
       readonly cap: number;
       readonly averageCap: number;
       readonly blocks: number;
-      /** The key's first replica under both caps, passed over for more requests awaiting output (libs/routing AffinityChoice.busier). */
+      /** The key's first replica under both caps, passed over for more requests awaiting output or, for a cold key, by load (libs/routing AffinityChoice.busier). */
       readonly busier?: string;
-      /** The key was cold: this router had not placed it lately, so it went where its prefill starts soonest (libs/routing AffinityChoice.cold). */
+      /** The key was cold: this router had not placed it lately, so it went by load among the replicas under both caps (libs/routing AffinityChoice.cold). */
       readonly cold?: true;
     }
   | { readonly policy: 'least-load'; readonly fallback: 'no-prefix' | 'all-saturated' };
@@ -25,9 +25,8 @@ export type ChoiceReason =
 /**
  * The replicas a prefix-affinity choice passed over that count as deflections: those the load
  * guard passed over (at a cap or saturated) and, for a warm key, the home the two choices passed
- * for its runner-up. A cold key's pick of the replica with the fewest requests awaiting output is
- * no deflection: of its passes, only the guard's (those before the first replica under both caps,
- * `busier`) count.
+ * for its runner-up. A cold key's pick by load is no deflection: of its passes, only the guard's
+ * (those before the first replica under both caps, `busier`) count.
  */
 export function deflections(reason: Extract<ChoiceReason, { readonly policy: 'prefix-affinity' }>): number {
   if (reason.cold !== true || reason.busier === undefined) return reason.deflectedFrom.length;

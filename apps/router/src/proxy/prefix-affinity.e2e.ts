@@ -52,6 +52,14 @@ describe('prefix affinity through the openai client', () => {
         LLMGW_ROUTER_DEBUG_HEADER: 'true',
       });
       const client = new OpenAI({ baseURL: `${router.url}/v1`, apiKey: 'unused', maxRetries: 0, timeout: 60_000 });
+      // Every replica's first scrape is in before the first turn: a first turn is a cold key, which
+      // goes by load, and a replica not yet scraped scores lower on KV headroom (ignorance never
+      // looks empty). This test is about steady behaviour, not about the router's first 100 ms.
+      const routerUnderTest = router;
+      await waitFor(() => ids.every((id) => routerUnderTest.core.endpoints.get(id)?.lastScrape !== undefined), {
+        deadlineMs: 10_000,
+        message: 'every replica scraped',
+      });
 
       // Two conversations whose starts have different home replicas (found, not assumed).
       const system = 'You are a careful assistant. '.repeat(40);

@@ -32,9 +32,10 @@ export const ROUTE_HEADER = 'x-llmgw-route';
 /**
  * The debug header's value: `replica=<id>; policy=<policy>` and, for prefix affinity, the
  * replica's rank in the prefix's rendezvous order (0 = home), the key's depth in blocks, the
- * load cap and the replicas the guard passed over (`busier=` names the one passed over only for
- * having more of this router's requests awaiting output than the one chosen; `cold=true` when the
- * router had not placed the key lately); `fallback=` when a prefix-affinity request
+ * load cap and the replicas the guard passed over (`busier=` names the first under both caps,
+ * passed over for having more of this router's requests awaiting output than the one chosen or,
+ * for a cold key, by load; `cold=true` when the router had not placed the key lately and chose by
+ * load); `fallback=` when a prefix-affinity request
  * was chosen by load; `retry=<n>` when it is a retry's replica.
  */
 export function routeHeader(replicaId: string, reason: ChoiceReason, retries: number): string {
