@@ -60,8 +60,9 @@ const clamp01 = (v: number): number => (Number.isFinite(v) ? Math.min(1, Math.ma
 export const BALANCE_EPSILON = 0.25;
 
 /**
- * Chooses an endpoint: filters → weighted scorers → the best total, ties broken by the
- * injected Rng. Deterministic for equal inputs and Rng sequence.
+ * Chooses an endpoint: filters → weighted scorers → the best total among the candidates below
+ * the balance cap (BALANCE_EPSILON), ties broken by the injected Rng or by list order (see
+ * choose). Deterministic for equal inputs and Rng sequence.
  */
 export class EndpointPicker {
   private readonly weightSum: number;
