@@ -36,6 +36,19 @@ async function holdsAt(count: () => Promise<number> | number, n: number, holdMs:
   );
 }
 
+/** What each controller logged and each agent saw, for a failure message. */
+function story(controllers: TestController[], agents: FakeAgent[]): string {
+  const t0 = Math.min(...controllers.flatMap((c) => c.logs.map((l) => Date.parse(String(l.time)))));
+  return JSON.stringify({
+    controllers: controllers.map((c) => ({ grpc: c.grpc, logs: c.logs.filter((l) => l.level !== 'debug' && l.level !== 'trace').map((l) => [Date.parse(String(l.time)) - t0, l.msg, l.nodeId ?? l.leader ?? '']) })),
+    agents: agents.map((x) => ({
+      node: x.options.nodeId,
+      received: x.received.map((r) => [r.at - t0, r.controller, r.payload.$case]),
+      ended: x.ended.map((e) => [e.at - t0, e.controller, e.code, e.details]),
+    })),
+  });
+}
+
 describe.each(testBackends())('two controllers on one $name store', (backend) => {
   it(
     'one leads, the standby sends agents to it, and a model wanting 2 replicas ends with exactly 2 — before and after failover',
@@ -70,12 +83,17 @@ describe.each(testBackends())('two controllers on one $name store', (backend) =>
       const standby = leader === a ? b : a;
       expect(standby.plane.leadership.isLeader()).toBe(false);
       await waitFor(() => agents.every((x) => x.connectedTo === leader.grpc), { deadlineMs: 15_000, message: 'every agent on the leader' });
-      // Whoever first reached the standby was told where the leader is.
-      const redirected = agents.flatMap((x) => x.commands('notLeader'));
-      expect(redirected.length).toBeGreaterThan(0);
-      for (const r of redirected) {
+      // An agent that reaches the standby is told where the leader is, and joins nothing there.
+      const probe = new FakeAgent({ nodeId: 'node-probe', controllers: [standby.grpc], token: TEST_JOIN_TOKEN });
+      const answer = await probe.registerOnce(standby.grpc);
+      expect(answer, story(controllers, agents)).toMatchObject({ messages: [{ $case: 'notLeader', value: { leaderAddress: leader.grpc } }], code: status.OK });
+      // Agents that reached a controller while they started were sent to the leader, or, before
+      // anyone led, told no address; never to anyone else.
+      for (const r of agents.flatMap((x) => x.commands('notLeader'))) {
+        const named = r.payload.$case === 'notLeader' ? r.payload.value.leaderAddress : undefined;
+        if (named === undefined) continue;
+        expect(named).toBe(leader.grpc);
         expect(r.controller).toBe(standby.grpc);
-        if (r.payload.$case === 'notLeader') expect(r.payload.value.leaderAddress).toBe(leader.grpc);
       }
 
       const store = await openStore(db.url);

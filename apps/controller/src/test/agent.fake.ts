@@ -87,6 +87,8 @@ export class FakeAgent {
   welcomes = 0;
   /** Last gRPC error the stream ended with (e.g. UNAUTHENTICATED). */
   lastError: { code?: number; details?: string } | undefined;
+  /** Every stream that ended: where it went, when (ms), and the status it ended with. */
+  readonly ended: { controller: string; at: number; code: number; details: string }[] = [];
   /** The node secret this agent holds (issued in a Welcome), sent on every Register like the real agent. */
   nodeSecret: string | undefined;
 
@@ -125,7 +127,8 @@ export class FakeAgent {
       this.lastError = { code: error.code, details: error.details };
     });
     // 'status' ends every client call, however it ended (refused, cancelled, server gone).
-    call.on('status', () => {
+    call.on('status', (s: { code: number; details: string }) => {
+      this.ended.push({ controller: address, at: Date.now(), code: s.code, details: s.details });
       if (this.call !== call) return;
       this.call = undefined;
       this.connectedTo = undefined;
@@ -133,6 +136,32 @@ export class FakeAgent {
       if (!this.dead) this.reconnectTimer = setTimeout(() => this.connect(), 100);
     });
     call.write({ payload: { $case: 'register', value: this.register() } });
+  }
+
+  /**
+   * One Register at `controller` outside this agent's own stream: resolves with every message the
+   * stream carried and the status it ended with. It neither stays nor follows a NotLeader, so a
+   * test can ask a standby what it tells agents without a node joining anywhere.
+   */
+  registerOnce(controller: string, deadlineMs = 10_000): Promise<{ messages: NonNullable<ConnectResponse['payload']>[]; code: number; details: string }> {
+    const client = new AgentServiceClient(controller, testChannelCredentials());
+    const md = new Metadata();
+    if (this.options.token !== undefined) md.set('authorization', `Bearer ${this.options.token}`);
+    const call = client.connect(md, { deadline: Date.now() + deadlineMs });
+    const messages: NonNullable<ConnectResponse['payload']>[] = [];
+    return new Promise((resolve) => {
+      call.on('data', (res: ConnectResponse) => {
+        if (res.payload) messages.push(res.payload);
+        // A leader would keep the stream: the first message is the answer.
+        if (res.payload?.$case === 'welcome') call.cancel();
+      });
+      call.on('error', () => undefined);
+      call.on('status', (s: { code: number; details: string }) => {
+        client.close();
+        resolve({ messages, code: s.code, details: s.details });
+      });
+      call.write({ payload: { $case: 'register', value: this.register() } });
+    });
   }
 
   /** Like `kill -9` of the agent and its engines: the stream drops, engines die, nothing reconnects. */
