@@ -36,6 +36,20 @@ async function holdsAt(count: () => Promise<number> | number, n: number, holdMs:
   );
 }
 
+/** A controller on `dbUrl` that holds the lease 'controller' (3 s, renewed every second) to lead. */
+function leaseEnv(dbUrl: string, catalogPath: string, port: number): Record<string, string> {
+  return {
+    LLMGW_DATABASE_URL: dbUrl,
+    LLMGW_CONTROLLER_CATALOG_FILE: catalogPath,
+    LLMGW_CONTROLLER_GRPC_PORT: String(port),
+    LLMGW_CONTROLLER_ADVERTISE_ADDRESS: `127.0.0.1:${port}`,
+    LLMGW_CONTROLLER_LEASE: 'controller',
+    LLMGW_CONTROLLER_LEASE_TTL: '3s',
+    LLMGW_CONTROLLER_LEASE_RENEW: '1s',
+    LLMGW_CONTROLLER_SETTLE: '2s',
+  };
+}
+
 /** What each controller logged and each agent saw, for a failure message. */
 function story(controllers: TestController[], agents: FakeAgent[]): string {
   const t0 = Math.min(...controllers.flatMap((c) => c.logs.map((l) => Date.parse(String(l.time)))));
@@ -57,16 +71,7 @@ describe.each(testBackends())('two controllers on one $name store', (backend) =>
       const file = catalogFile(catalogDoc([{ name: 'llama', replicas: 2 }]));
       cleanups.push(() => db.drop(), () => file.cleanup());
       const [pa, pb] = [await freePort(), await freePort()];
-      const env = (port: number) => ({
-        LLMGW_DATABASE_URL: db.url,
-        LLMGW_CONTROLLER_CATALOG_FILE: file.path,
-        LLMGW_CONTROLLER_GRPC_PORT: String(port),
-        LLMGW_CONTROLLER_ADVERTISE_ADDRESS: `127.0.0.1:${port}`,
-        LLMGW_CONTROLLER_LEASE: 'controller',
-        LLMGW_CONTROLLER_LEASE_TTL: '3s',
-        LLMGW_CONTROLLER_LEASE_RENEW: '1s',
-        LLMGW_CONTROLLER_SETTLE: '2s',
-      });
+      const env = (port: number) => leaseEnv(db.url, file.path, port);
       // Both start at once: they race for the catalog seed and for the lease.
       const controllers: TestController[] = await Promise.all([startController({ ...WITH_TOKENS, ...env(pa) }), startController({ ...WITH_TOKENS, ...env(pb) })]);
       cleanups.push(...controllers.map((c) => () => c.close()));
@@ -147,5 +152,55 @@ describe.each(testBackends())('two controllers on one $name store', (backend) =>
       expect(await store.keyUsage.query(0)).toEqual([{ key: 'team-a', model: 'llama', hour, requests: 6, promptTokens: 60, completionTokens: 24 }]);
     },
     120_000,
+  );
+  it(
+    'an agent admitted just before the lead is lost is sent on, not kept by a controller that commands nobody',
+    async () => {
+      const db = await backend.create();
+      const file = catalogFile(catalogDoc([{ name: 'llama', replicas: 1 }]));
+      cleanups.push(() => db.drop(), () => file.cleanup());
+      const controller = await startController({ ...WITH_TOKENS, ...leaseEnv(db.url, file.path, await freePort()) });
+      cleanups.push(() => controller.close());
+      await waitFor(() => controller.plane.leadership.isLeader(), { deadlineMs: 10_000, message: 'leading' });
+      await controller.plane.whenLoaded();
+      // The store answers this node's identity check only once the controller no longer leads.
+      const { nodes, leases } = controller.plane.options.store;
+      const credentialHash = nodes.credentialHash;
+      let checking = false;
+      let answer!: () => void;
+      const lostLead = new Promise<void>((resolve) => (answer = resolve));
+      nodes.credentialHash = async (id: string) => {
+        if (id === 'node-late') {
+          checking = true;
+          await lostLead;
+        }
+        return credentialHash.call(nodes, id);
+      };
+      const agent = new FakeAgent({ nodeId: 'node-late', controllers: [controller.grpc], token: TEST_JOIN_TOKEN });
+      cleanups.push(() => agent.stop());
+      agent.connect();
+      await waitFor(() => checking, { deadlineMs: 10_000, message: 'the identity check under way' });
+      // Every renewal now fails as if another controller held the lease.
+      const claim = leases.claim;
+      leases.claim = async () => undefined;
+      await waitFor(() => !controller.plane.leadership.isLeader() && controller.plane.phase === 'standby', { deadlineMs: 10_000, message: 'the lead lost' });
+      answer();
+
+      // The stream that was admitted gets its Welcome (with the node's new secret) and then
+      // NotLeader, as the streams closed at the loss did; nothing of the node is kept.
+      await waitFor(() => agent.ended.length > 0, { deadlineMs: 10_000, message: 'the admitted stream ended' });
+      expect(agent.received.slice(0, 2).map((r) => r.payload.$case)).toEqual(['welcome', 'notLeader']);
+      expect(agent.ended[0]).toMatchObject({ controller: controller.grpc, code: status.OK });
+      expect(agent.nodeSecret).toBeDefined();
+      expect(controller.plane.sessions.get('node-late')).toBeUndefined();
+      expect(controller.plane.nodes.get('node-late')).toBeUndefined();
+
+      // Leading again, the controller welcomes the agent with the secret that Welcome carried.
+      leases.claim = claim;
+      await waitFor(() => agent.connectedTo === controller.grpc, { deadlineMs: 20_000, message: 'the agent welcomed by the leader again' });
+      expect(controller.plane.sessions.get('node-late')).toBeDefined();
+      expect(agent.ended.every((e) => e.code === status.OK)).toBe(true);
+    },
+    60_000,
   );
 });

@@ -23,6 +23,8 @@ export type Admission = { readonly leader: true } | { readonly leader: false; re
 export interface AgentStreamHandler {
   /** Waits until the state is loaded; says whether this controller leads. */
   admit(): Promise<Admission>;
+  /** Whether this controller still leads with its state loaded, at this instant (asked right before a stream is kept). */
+  leads(): boolean;
   /** Welcome's fields. */
   readonly controllerId: string;
   readonly heartbeatIntervalMs: number;
@@ -48,7 +50,8 @@ export const AGENT_STREAM_HANDLER = Symbol('llmgw.controller.agent-stream-handle
  * waits for Register, answers a standby's NotLeader, or (as leader) checks the node secret bound
  * to the node id and, with mutual TLS, that the client certificate names that node, and answers
  * Welcome (carrying a new secret at the node's first join), then feeds every message to the
- * handler in arrival order. A wrong or missing node secret for a bound id ends the stream with
+ * handler in arrival order; if the lead was lost while the store checked the identity, the Welcome
+ * is followed by NotLeader and the stream ends, as the streams closed at the loss did. A wrong or missing node secret for a bound id ends the stream with
  * PERMISSION_DENIED before anything about the node changes, so a live session is never replaced
  * by another agent; the same agent reconnecting replaces its older stream. A message that cannot
  * be used ends the stream with INVALID_ARGUMENT naming the field. Every status comes from
@@ -116,10 +119,20 @@ export class AgentConnect {
           log.info({ peer, nodeId: registration.id }, 'agent stream closed before its Welcome; nothing kept');
           return;
         }
-        session = new AgentSession(registration.id, call);
         if (auth.issued !== undefined) log.info({ peer, nodeId: registration.id }, 'node id bound to a new node secret');
         const welcome = { heartbeatIntervalMs: handler.heartbeatIntervalMs, controllerId: handler.controllerId, ...(auth.issued !== undefined ? { nodeSecret: auth.issued } : {}) };
         call.write({ payload: { $case: 'welcome', value: welcome } });
+        if (!handler.leads()) {
+          // Leadership ended while the identity was checked, and the streams it had were closed
+          // then: one kept now would stay on a controller that commands nobody, while the leader
+          // counts the node as lost. It ends as those did; the Welcome carried any new secret.
+          log.info({ peer, nodeId: registration.id }, 'leadership ended during the identity check: agent sent elsewhere');
+          call.write({ payload: { $case: 'notLeader', value: {} } });
+          call.end();
+          failed = true;
+          return;
+        }
+        session = new AgentSession(registration.id, call);
         this.sessions.attach(session);
         handler.registered(registration);
         return;

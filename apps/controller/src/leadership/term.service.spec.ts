@@ -73,6 +73,26 @@ describe('TermService', () => {
     expect(await setup({ leader: false }).term.admit()).toEqual({ leader: false });
   });
 
+  it('leads only while leading with the state loaded: not while loading, not once the lead is lost or the controller stops', async () => {
+    const { term, lose } = setup();
+    expect(term.leads()).toBe(false);
+    term.startedLeading();
+    expect(term.phase).toBe('loading');
+    expect(term.leads()).toBe(false);
+    await term.whenLoaded();
+    expect(term.leads()).toBe(true);
+    // The lease lapses before the elector's callback runs: no longer leading already.
+    lose();
+    expect(term.leads()).toBe(false);
+    term.stoppedLeading();
+    expect(term.leads()).toBe(false);
+    const stopping = setup();
+    stopping.term.startedLeading();
+    await stopping.term.whenLoaded();
+    stopping.term.stop();
+    expect(stopping.term.leads()).toBe(false);
+  });
+
   it('stopped: never acts again, and turns agents away', async () => {
     const { term, advance } = setup({ elsewhere: undefined });
     term.startedLeading();

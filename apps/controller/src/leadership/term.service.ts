@@ -83,12 +83,21 @@ export class TermService implements LeadershipListener {
     await this.loading;
   }
 
+  /**
+   * Whether this controller takes agents and routers at this instant: leading, its state loaded,
+   * not shutting down. A stream admitted earlier asks again right before it is kept: leadership
+   * may have ended (and its streams been closed) while the stream waited on the store.
+   */
+  leads(): boolean {
+    return this.deps.leadership.isLeader() && !this.stoppedValue && (this.phaseValue === 'settling' || this.phaseValue === 'active');
+  }
+
   /** Whether this controller takes agents and routers now (waiting for its state to load), and where the leader is when it does not. */
   async admit(): Promise<Admission> {
     const { leadership } = this.deps;
     if (leadership.isLeader() && !this.stoppedValue) {
       await this.loading;
-      if (leadership.isLeader() && this.phaseValue !== 'standby') return { leader: true };
+      if (this.leads()) return { leader: true };
     }
     const elsewhere = await leadership.leaderElsewhere().catch(() => undefined);
     return elsewhere !== undefined ? { leader: false, leaderAddress: elsewhere } : { leader: false };

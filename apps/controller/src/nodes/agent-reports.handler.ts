@@ -19,7 +19,7 @@ export interface AgentReportsDeps {
   /** Welcome's heartbeat interval, ms. */
   readonly heartbeatIntervalMs: number;
   readonly leadership: Pick<LeadershipService, 'isLeader' | 'ownerId'>;
-  readonly term: Pick<TermService, 'phase' | 'admit' | 'checkSettled'>;
+  readonly term: Pick<TermService, 'phase' | 'admit' | 'leads' | 'checkSettled'>;
   readonly identities: Pick<NodeIdentities, 'authenticate' | 'releaseSecret'>;
   readonly nodes: Pick<NodeRegistry, 'get' | 'register' | 'heartbeat' | 'replicaChanged' | 'disconnected'>;
   readonly replicas: Pick<ReplicaRegistry, 'get' | 'add' | 'update' | 'report'>;
@@ -55,6 +55,10 @@ export class AgentReportsHandler implements AgentStreamHandler {
 
   admit(): Promise<Admission> {
     return this.deps.term.admit();
+  }
+
+  leads(): boolean {
+    return this.deps.term.leads();
   }
 
   /** Checks a Register's node secret (see NodeIdentities.authenticate). */
