@@ -30,7 +30,7 @@ export interface AgentStreamHandler {
   readonly heartbeatIntervalMs: number;
   /** Checks the node secret against the one bound to the id (binding a new one at a first join); may reject when the store cannot answer. */
   authenticate(nodeId: string, secret: string | undefined): Promise<NodeAuthentication>;
-  /** Undoes the binding to a secret `authenticate` just issued, when its stream went away before the Welcome. */
+  /** Undoes the binding to a secret `authenticate` just issued, when no Welcome will carry it (the stream went away, or the lead did). */
   releaseSecret(nodeId: string, issued: string): Promise<void>;
   /** The node's stream is open and welcomed (it replaced an older one of the node's, if any). */
   registered(registration: NodeRegistration): void;
@@ -50,8 +50,8 @@ export const AGENT_STREAM_HANDLER = Symbol('llmgw.controller.agent-stream-handle
  * waits for Register, answers a standby's NotLeader, or (as leader) checks the node secret bound
  * to the node id and, with mutual TLS, that the client certificate names that node, and answers
  * Welcome (carrying a new secret at the node's first join), then feeds every message to the
- * handler in arrival order; if the lead was lost while the store checked the identity, the Welcome
- * is followed by NotLeader and the stream ends, as the streams closed at the loss did. A wrong or missing node secret for a bound id ends the stream with
+ * handler in arrival order. If the lead was lost while the store checked the identity, the stream
+ * gets NotLeader instead of Welcome (a secret just issued is released), as the others did then. A wrong or missing node secret for a bound id ends the stream with
  * PERMISSION_DENIED before anything about the node changes, so a live session is never replaced
  * by another agent; the same agent reconnecting replaces its older stream. A message that cannot
  * be used ends the stream with INVALID_ARGUMENT naming the field. Every status comes from
@@ -119,19 +119,21 @@ export class AgentConnect {
           log.info({ peer, nodeId: registration.id }, 'agent stream closed before its Welcome; nothing kept');
           return;
         }
-        if (auth.issued !== undefined) log.info({ peer, nodeId: registration.id }, 'node id bound to a new node secret');
-        const welcome = { heartbeatIntervalMs: handler.heartbeatIntervalMs, controllerId: handler.controllerId, ...(auth.issued !== undefined ? { nodeSecret: auth.issued } : {}) };
-        call.write({ payload: { $case: 'welcome', value: welcome } });
         if (!handler.leads()) {
           // Leadership ended while the identity was checked, and the streams it had were closed
           // then: one kept now would stay on a controller that commands nobody, while the leader
-          // counts the node as lost. It ends as those did; the Welcome carried any new secret.
+          // counts the node as lost. No Welcome either: on one the agent hands over the engine
+          // failures it holds, which a controller that no longer leads would drop.
+          if (auth.issued !== undefined) await handler.releaseSecret(registration.id, auth.issued);
           log.info({ peer, nodeId: registration.id }, 'leadership ended during the identity check: agent sent elsewhere');
           call.write({ payload: { $case: 'notLeader', value: {} } });
           call.end();
           failed = true;
           return;
         }
+        if (auth.issued !== undefined) log.info({ peer, nodeId: registration.id }, 'node id bound to a new node secret');
+        const welcome = { heartbeatIntervalMs: handler.heartbeatIntervalMs, controllerId: handler.controllerId, ...(auth.issued !== undefined ? { nodeSecret: auth.issued } : {}) };
+        call.write({ payload: { $case: 'welcome', value: welcome } });
         session = new AgentSession(registration.id, call);
         this.sessions.attach(session);
         handler.registered(registration);
