@@ -1,24 +1,26 @@
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 import type { CloseReason } from '../nodes/agent-commands.port';
+import type { NodeRecord } from '@llmgw/store';
 import { NodeRegistry } from '../nodes/node.registry';
 import { ReplicaRegistry } from '../replicas/replica.registry';
 import { TermService, type Phase } from './term.service';
 
 const SETTLE_MS = 1_000;
 
-function setup(opts: { leader?: boolean; elsewhere?: string } = {}) {
+function setup(opts: { leader?: boolean; elsewhere?: string; nodes?: () => Promise<NodeRecord[]> } = {}) {
   let now = 10_000;
   let leader = opts.leader ?? true;
   const calls: string[] = [];
   const phases: Phase[] = [];
+  const registry = new NodeRegistry();
   const term = new TermService(
     {
       clock: { now: () => now },
       timing: { settleMs: SETTLE_MS, settleHoldersMs: 500, tickMs: 10 },
-      store: { nodes: { list: () => Promise.resolve([]) }, replicas: { list: () => Promise.resolve([]) } },
+      store: { nodes: { list: opts.nodes ?? (() => Promise.resolve([])) }, replicas: { list: () => Promise.resolve([]) } },
       leadership: { isLeader: () => leader, leaderElsewhere: () => Promise.resolve(opts.elsewhere) },
-      nodes: new NodeRegistry(),
+      nodes: registry,
       replicas: new ReplicaRegistry(),
       publishing: { open: () => calls.push('open'), leadershipLost: () => calls.push('leadershipLost') },
       commands: { closeAll: (reason: CloseReason) => calls.push(`closeAll:${reason}`) },
@@ -32,6 +34,8 @@ function setup(opts: { leader?: boolean; elsewhere?: string } = {}) {
     phases,
     advance: (ms: number) => (now += ms),
     lose: () => (leader = false),
+    regain: () => (leader = true),
+    nodes: registry,
   };
 }
 
@@ -91,6 +95,44 @@ describe('TermService', () => {
     await stopping.term.whenLoaded();
     stopping.term.stop();
     expect(stopping.term.leads()).toBe(false);
+  });
+
+  it('a load from a term that ended applies nothing once a new term has loaded and agents registered', async () => {
+    const reads: ((nodes: NodeRecord[]) => void)[] = [];
+    const { term, lose, regain, nodes, phases } = setup({ nodes: () => new Promise((resolve) => reads.push(resolve)) });
+    term.startedLeading();
+    // The claim lapses while the first load waits on the store, then the same owner wins again.
+    lose();
+    term.stoppedLeading();
+    regain();
+    term.startedLeading();
+    const admitted = term.admit();
+    expect(reads).toHaveLength(2);
+    reads[1]([]);
+    expect(await admitted).toEqual({ leader: true });
+    nodes.register({ id: 'node-1', address: '10.0.0.1', labels: {}, gpus: [], cpuCores: 8, memoryBytes: 64, cacheDir: '/c', cacheEntries: [], replicas: [], agentVersion: '' }, 10_000);
+    expect(nodes.get('node-1')?.connected).toBe(true);
+    // The first term's read answers last, from before node-1 was stored.
+    reads[0]([]);
+    await new Promise((r) => setTimeout(r, 0));
+    expect(nodes.get('node-1')?.connected).toBe(true);
+    expect(phases).toEqual(['loading', 'standby', 'loading', 'settling']);
+  });
+
+  it('an agent admitted while a term loaded that then ended waits for the next term of the same leader', async () => {
+    const reads: ((nodes: NodeRecord[]) => void)[] = [];
+    const { term, lose, regain } = setup({ nodes: () => new Promise((resolve) => reads.push(resolve)) });
+    term.startedLeading();
+    const early = term.admit();
+    lose();
+    term.stoppedLeading();
+    regain();
+    term.startedLeading();
+    reads[0]([]);
+    await new Promise((r) => setTimeout(r, 0));
+    expect(term.phase).toBe('loading');
+    reads[1]([]);
+    expect(await early).toEqual({ leader: true });
   });
 
   it('stopped: never acts again, and turns agents away', async () => {

@@ -45,6 +45,8 @@ export class TermService implements LeadershipListener {
   private holders = new Set<string>();
   private extendedLogged = false;
   private loading: Promise<void> | undefined;
+  /** Counts terms begun and ended: a load belongs to the term it began in, and stops once that one is over. */
+  private termSeq = 0;
   private readonly log: Logger;
 
   constructor(
@@ -95,10 +97,12 @@ export class TermService implements LeadershipListener {
   /** Whether this controller takes agents and routers now (waiting for its state to load), and where the leader is when it does not. */
   async admit(): Promise<Admission> {
     const { leadership } = this.deps;
-    if (leadership.isLeader() && !this.stoppedValue) {
-      await this.loading;
-      if (this.leads()) return { leader: true };
+    // A term that began while an earlier term's load was awaited has a load of its own: wait for that.
+    for (let awaited: Promise<void> | undefined; leadership.isLeader() && !this.stoppedValue && awaited !== this.loading; ) {
+      awaited = this.loading;
+      await awaited;
     }
+    if (this.leads()) return { leader: true };
     const elsewhere = await leadership.leaderElsewhere().catch(() => undefined);
     return elsewhere !== undefined ? { leader: false, leaderAddress: elsewhere } : { leader: false };
   }
@@ -106,11 +110,16 @@ export class TermService implements LeadershipListener {
   startedLeading(): void {
     this.enter('loading');
     const { store, timing, clock, leadership } = this.deps;
+    // A term lost and won again while a load waited on the store (the same owner can renew right
+    // after its claim lapsed) has a load of its own: the older one must not apply what it read
+    // after agents have registered with the newer term.
+    const term = ++this.termSeq;
+    const current = (): boolean => term === this.termSeq && leadership.isLeader() && !this.stoppedValue;
     const load = async (): Promise<void> => {
       for (;;) {
         try {
           const [nodes, replicas] = await Promise.all([store.nodes.list(), store.replicas.list()]);
-          if (!leadership.isLeader() || this.stoppedValue) return;
+          if (!current()) return;
           const now = clock.now();
           this.deps.nodes.loadFromStore(nodes, now);
           this.deps.replicas.loadFromStore(replicas);
@@ -130,7 +139,7 @@ export class TermService implements LeadershipListener {
         } catch (error) {
           this.log.warn({ err: error }, 'store: cannot load the cluster state; retrying');
           await new Promise((r) => setTimeout(r, timing.tickMs));
-          if (!leadership.isLeader() || this.stoppedValue) return;
+          if (!current()) return;
         }
       }
     };
@@ -138,6 +147,7 @@ export class TermService implements LeadershipListener {
   }
 
   stoppedLeading(): void {
+    this.termSeq += 1;
     this.enter('standby');
     // Agents and routers must follow the new leader; a standby holding their streams could not
     // command the agents, and would show routers a view nobody keeps current.
