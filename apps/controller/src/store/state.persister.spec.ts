@@ -42,9 +42,19 @@ describe('StatePersister and a node being forgotten', () => {
     const replicas = new ReplicaRegistry();
     const removing = new Set<string>();
     const s = heldStore(held);
-    const persister = new StatePersister(s.store, nodes, replicas, new UsageTracker(replicas), () => {
-      throw new Error('not leading');
-    }, pino({ level: 'silent' }), (id) => removing.has(id));
+    const lead = { held: true };
+    const persister = new StatePersister(
+      s.store,
+      nodes,
+      replicas,
+      new UsageTracker(replicas),
+      () => {
+        if (!lead.held) throw new Error('not leading');
+        return { kind: 'lease', lease: 'controller', owner: 'me', generation: 1 };
+      },
+      pino({ level: 'silent' }),
+      (id) => removing.has(id),
+    );
     /** What ControlPlane.forgetNode does around the persister: mark, wait for a flush in flight, remove. */
     const forget = async (id: string): Promise<void> => {
       removing.add(id);
@@ -56,7 +66,7 @@ describe('StatePersister and a node being forgotten', () => {
       }
       nodes.remove(id);
     };
-    return { nodes, persister, forget, removing, ...s };
+    return { nodes, persister, forget, removing, lead, ...s };
   };
 
   it('a removal waits for a write of that node already in flight, so the row stays gone', async () => {
@@ -86,5 +96,20 @@ describe('StatePersister and a node being forgotten', () => {
     removing.clear(); // the removal failed: the node stays, and its record is written next time
     await persister.flush();
     expect([...rows.keys()].sort()).toEqual(['n1', 'n2']);
+  });
+
+  it('a leader deposed in the middle of a flush writes no further node, and keeps the rest queued', async () => {
+    const { nodes, persister, rows, release, reached, lead } = setup('n1');
+    for (const id of ['n1', 'n2', 'n3']) nodes.register(registration(id), 0);
+    const flushing = persister.flush();
+    await reached; // n1's upsert is in flight
+    lead.held = false;
+    release();
+    await flushing;
+    expect([...rows.keys()]).toEqual(['n1']);
+    // A later term of this controller writes them.
+    lead.held = true;
+    await persister.flush();
+    expect([...rows.keys()].sort()).toEqual(['n1', 'n2', 'n3']);
   });
 });

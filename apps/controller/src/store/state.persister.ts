@@ -14,7 +14,9 @@ export interface PersisterStore {
 
 /**
  * Writes what changed in memory to the store: node facts (unfenced: they are the agents'
- * reports), replica records (fenced: only the leader's writes land), and router usage. A failed
+ * reports; each is written only while `fence()` still answers, so a leader deposed mid-flush
+ * stops writing and leaves the rest queued), replica records (fenced: only the leader's writes
+ * land), and router usage. A failed
  * write leaves the change queued for the next flush, so a store outage loses nothing and stops
  * nothing; flushes never overlap.
  */
@@ -57,6 +59,10 @@ export class StatePersister {
     for (let i = 0; i < ids.length; i++) {
       const entry = this.nodes.get(ids[i]);
       if (!entry) continue;
+      if (!this.leading()) {
+        this.nodes.markDirty(ids.slice(i));
+        return;
+      }
       if (this.removing(ids[i])) {
         // Kept for a later flush, in case the removal fails and the node stays.
         this.nodes.markDirty([ids[i]]);
@@ -69,6 +75,16 @@ export class StatePersister {
         this.log.warn({ err: error, nodeId: ids[i] }, 'store: node write failed; will retry');
         return;
       }
+    }
+  }
+
+  /** Whether this controller still leads (its fence answers). */
+  private leading(): boolean {
+    try {
+      this.fence();
+      return true;
+    } catch {
+      return false;
     }
   }
 

@@ -21,7 +21,7 @@ export interface TickDeps {
   readonly clock: Clock;
   readonly timing: ControllerTiming;
   readonly leadership: Pick<LeadershipService, 'isLeader'>;
-  readonly term: Pick<TermService, 'phase' | 'checkSettled' | 'refreshStandby'>;
+  readonly term: Pick<TermService, 'phase' | 'leads' | 'checkSettled' | 'refreshStandby'>;
   readonly nodes: Pick<NodeRegistry, 'checkHealth'>;
   readonly catalog: Pick<CatalogReloader, 'poll'>;
   readonly keys: Pick<KeySetReader, 'poll'>;
@@ -107,7 +107,9 @@ export class TickLoop {
       this.log.warn({ err: error }, 'tick: store read failed');
     }
     if (leader) await this.deps.reconciler.pass();
-    await this.deps.persister.flush({ nodes: leader && term.phase !== 'loading', replicas: leader && term.phase !== 'loading' });
+    // Asked now, not at the tick's start: the lead may have been lost during the awaits above.
+    const leads = term.leads();
+    await this.deps.persister.flush({ nodes: leads, replicas: leads });
     this.deps.publisher.refresh();
   }
 
