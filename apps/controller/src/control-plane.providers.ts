@@ -191,7 +191,7 @@ export function controlPlaneProviders(options: ControllerModuleOptions): Provide
     // Node admin: cordon, drain, uncordon, forget.
     {
       provide: NODE_ADMIN,
-      inject: [CONTROLLER_STORE, RECORD_EVENT, NodeRegistry, AGENT_COMMANDS, NodeIdentities, StatePersister, Reconciler, TickLoop],
+      inject: [CONTROLLER_STORE, RECORD_EVENT, NodeRegistry, AGENT_COMMANDS, NodeIdentities, StatePersister, Reconciler, TickLoop, TermService],
       useFactory: (
         held: HeldStore,
         recordEvent: RecordEvent,
@@ -201,9 +201,20 @@ export function controlPlaneProviders(options: ControllerModuleOptions): Provide
         persister: StatePersister,
         reconciler: Reconciler,
         loop: TickLoop,
+        term: TermService,
       ): NodeAdmin =>
         new NodeAdminService(
-          { nodes, store: held.store, commands, identities, persister, capacityChanged: () => reconciler.capacityChanged(), requestPass: () => loop.requestPass(), recordEvent },
+          {
+            nodes,
+            store: held.store,
+            commands,
+            identities,
+            persister,
+            capacityChanged: () => reconciler.capacityChanged(),
+            requestPass: () => loop.requestPass(),
+            recordEvent,
+            leads: () => term.leads(),
+          },
           logger,
         ),
     },

@@ -40,7 +40,7 @@ export interface AdminDeps {
   readonly catalog: Pick<CatalogReloader, 'current' | 'rejected'>;
   readonly reconciler: Pick<Reconciler, 'unplaceable' | 'lastPass' | 'lastActivePass'>;
   readonly leadership: Pick<LeadershipService, 'isLeader' | 'leaderElsewhere' | 'ownerId'>;
-  readonly term: Pick<TermService, 'phase'>;
+  readonly term: Pick<TermService, 'phase' | 'leads'>;
   readonly publisher: Pick<EndpointPublisher, 'current'>;
   readonly nodeAdmin: NodeAdmin;
   readonly commands: Pick<AgentCommands, 'collectWeights'>;
@@ -149,6 +149,9 @@ export class AdminService {
     this.requireLeader();
     if (!this.deps.nodes.get(nodeId)) throw new DomainError(ErrorCode.NotFound, `node '${nodeId}' is not known`);
     const entry = await this.deps.nodeAdmin.setCordon(nodeId, action);
+    // Stored, but a leader that took over meanwhile loaded the nodes before it and will not
+    // read them again: only the leader's memory acts on a cordon or drain.
+    if (!this.deps.term.leads()) throw new DomainError(ErrorCode.Unavailable, `the lead moved while '${action}' was stored; send it again to the leader`);
     return nodeView(entry, this.deps.replicas.snapshot());
   }
 
@@ -162,6 +165,8 @@ export class AdminService {
     if (!this.deps.leadership.isLeader()) {
       throw new DomainError(ErrorCode.Unavailable, 'this controller is a standby; send changes to the leader (see /v1/admin/status controller.leaderAddress)');
     }
+    // A change made while the new term loads the store would be overwritten by what it read.
+    if (!this.deps.term.leads()) throw new DomainError(ErrorCode.Unavailable, 'this controller is taking the lead and loading the cluster state; retry in a moment');
   }
 }
 

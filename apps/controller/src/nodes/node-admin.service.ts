@@ -20,6 +20,8 @@ export interface NodeAdminDeps {
   /** A reconcile pass soon. */
   requestPass(): void;
   readonly recordEvent: RecordEvent;
+  /** Whether this controller still leads (TermService.leads). */
+  leads(): boolean;
 }
 
 /** The operator's node commands: cordon, drain, uncordon and forget. Leader only (the admin service checks). */
@@ -55,6 +57,9 @@ export class NodeAdminService {
       // A flush that took this node's record before the forget began would write it back after
       // the removal; later flushes skip it while it is being forgotten.
       await this.deps.persister.idle();
+      // The wait is long exactly when the store is slow, which is when a lead is lost: the node
+      // may be back with the new leader by now, and its credential must stay.
+      if (!this.deps.leads()) throw new DomainError(ErrorCode.Unavailable, `the lead moved before node '${nodeId}' was forgotten; nothing was removed; send it again to the leader`);
       await this.deps.store.nodes.remove(nodeId);
     });
     nodes.remove(nodeId);
