@@ -96,8 +96,10 @@ export class TickLoop {
         await term.refreshStandby();
       }
       await this.deps.catalog.poll();
-      // Keys created or revoked through the catalog API reach routers with the next snapshot.
-      if (leader) await this.deps.keys.poll();
+      // Keys created or revoked through the catalog API reach routers with the next snapshot. A
+      // standby reads them too: a controller that led before would otherwise take the lead again
+      // with the set it last read then, and its first snapshot would bring back a revoked key.
+      await this.deps.keys.poll();
       // Routers that reach a standby report their use to it, and it writes that to the store:
       // the leader reads it back now and then, so idleness is judged on every router's reports.
       if (leader && term.phase === 'active' && ++this.ticks % USAGE_READ_EVERY_TICKS === 0) {
