@@ -15,7 +15,7 @@ type PlaceAction = Extract<PlanAction, { kind: 'place' }>;
 
 /** The store methods the reconciler needs (narrow ports, CONVENTIONS 4). */
 export interface ReconcilerStore {
-  readonly replicas: Pick<ReplicaRepository, 'place' | 'placeAll' | 'evict'>;
+  readonly replicas: Pick<ReplicaRepository, 'place' | 'placeAll' | 'update' | 'evict'>;
   readonly events: Pick<EventRepository, 'record'>;
 }
 
@@ -357,9 +357,14 @@ export class Reconciler {
     }
   }
 
-  private stop(replicaId: string, reason: string, event: 'stopped' | 'evicted', now: number): void {
+  private async stop(replicaId: string, reason: string, event: 'stopped' | 'evicted', now: number): Promise<void> {
+    const stoppable = (e: ReplicaEntry | undefined): e is ReplicaEntry => e !== undefined && !['draining', 'stopped', 'lost'].includes(e.replica.state);
     const before = this.ctx.replicas.get(replicaId);
-    if (!before || ['draining', 'stopped', 'lost'].includes(before.replica.state)) return;
+    if (!stoppable(before)) return;
+    // Stored (fenced) before any agent hears of it: a deposed leader's stop stops nothing, and
+    // the next leader does not load as ready, and publish, a replica already told to stop.
+    if (before.persisted) await this.ctx.store.replicas.update(replicaId, { state: 'draining', reason, updatedAt: now }, this.ctx.fence());
+    if (!stoppable(this.ctx.replicas.get(replicaId))) return;
     const entry = this.ctx.replicas.update(replicaId, (e) => ({
       ...e,
       dirty: true,
