@@ -72,8 +72,9 @@ export class ControlPlane {
     leadership.start();
     // Nothing is published before the state is loaded: a router's first snapshot from a
     // restarted controller must carry the endpoints the store knows, not an empty list.
+    if (!leadership.isLeader()) await term.refreshStandby().catch((error: unknown) => this.log.warn({ err: error }, 'store: cannot read the cluster state yet'));
+    // The first claim is usually answered while the standby read runs: a leader by now loads first too.
     if (leadership.isLeader()) await term.whenLoaded();
-    else await term.refreshStandby().catch((error: unknown) => this.log.warn({ err: error }, 'store: cannot read the cluster state yet'));
     publisher.open();
     loop.start();
   }
